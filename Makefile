@@ -1,0 +1,64 @@
+# Koholint developer tasks. `make help` lists them.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV ?= .venv
+PY = $(VENV)/bin/python
+PYTHON ?= python3.11
+TORCH_VERSION ?= 2.13.0
+PYTEST_WORKERS ?= 2
+PYTEST_ARGS ?=
+RUN_ARGS ?= play
+# Stamp written after a complete install. The editable install maps each top-level package
+# when it is installed, so a new service package (services/<name>/__init__.py) reinstalls too.
+INSTALLED = $(VENV)/.installed
+PACKAGE_INITS = $(wildcard libs/*/__init__.py services/*/__init__.py)
+
+.PHONY: help setup test test-fast lint format cartridge states run bench clean
+
+help: ## Show this help
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+setup: $(INSTALLED) ## Create the venv (Python 3.11) and install .[all,dev]; CPU torch without a GPU
+
+$(INSTALLED): pyproject.toml $(PACKAGE_INITS)
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PY) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || { \
+		echo "$(VENV) is not Python 3.11: remove it (rm -rf $(VENV)) and run make setup again" >&2; exit 1; }
+	$(PY) -m pip install --upgrade pip
+	@# Without a GPU, install the CPU build of torch first so the extras never pull CUDA wheels.
+	if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install torch==$(TORCH_VERSION); fi
+	$(PY) -m pip install -e '.[all,dev]'
+	@touch $@
+
+test: $(INSTALLED) ## Run the whole test suite (PYTEST_WORKERS=2 by default)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+
+test-fast: $(INSTALLED) ## Run the tests not marked slow
+	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+
+lint: $(INSTALLED) ## Check lint, formatting and types (ruff, mypy)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy libs/koholint
+
+format: $(INSTALLED) ## Fix lint where safe and format the code
+	$(VENV)/bin/ruff check --fix .
+	$(VENV)/bin/ruff format .
+
+cartridge: $(INSTALLED) ## Build the open test cartridge ROM (needs sdcc)
+	$(PY) cartridge/tools/build.py
+
+states: $(INSTALLED) ## Record the cartridge's save states into the package data
+	$(PY) -m koholint.cli cartridge record
+
+run: $(INSTALLED) ## Run the main job: koholint $RUN_ARGS (default: play)
+	$(VENV)/bin/koholint $(RUN_ARGS)
+
+bench: $(INSTALLED) ## Benchmark the emulator on the cartridge
+	$(PY) benchmarks/bench_cartridge.py
+
+clean: ## Remove caches and build outputs (keeps the venv)
+	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache cartridge/build
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+	find . -path ./$(VENV) -prune -o -name '*.egg-info' -type d -prune -exec rm -rf {} +

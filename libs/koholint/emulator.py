@@ -1,0 +1,121 @@
+"""Headless PyBoy behind a small adapter: ROM checks, held buttons, states as bytes.
+
+Shaped like PyBoy itself: keyword-only construction, ``tick(frames)`` that renders
+only the last frame and only when asked, and sub-objects (``ram``, ``memory``).
+
+>>> with GameBoy() as gameboy:
+...     gameboy.tick(120)
+...     gameboy.ram.byte(0xDB95)  # the cartridge waits on its title screen
+0
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import warnings
+from enum import IntFlag
+from pathlib import Path
+from types import TracebackType
+
+from pyboy import PyBoy
+
+from koholint.ram import RamReader
+from koholint.rom import RomInfo, bundled_cartridge, read_rom
+from koholint.savestate import pack_state, unpack_state
+
+
+class Button(IntFlag):
+    """Joypad bits, in the order of LADX's hJoypadState."""
+
+    NONE = 0
+    RIGHT = 0x01
+    LEFT = 0x02
+    UP = 0x04
+    DOWN = 0x08
+    A = 0x10
+    B = 0x20
+    SELECT = 0x40
+    START = 0x80
+
+
+_PYBOY_NAMES = {
+    Button.RIGHT: "right",
+    Button.LEFT: "left",
+    Button.UP: "up",
+    Button.DOWN: "down",
+    Button.A: "a",
+    Button.B: "b",
+    Button.SELECT: "select",
+    Button.START: "start",
+}
+MAX_FRAMES_PER_TICK = 60 * 60 * 10
+
+
+class GameBoy:
+    """One headless emulator running one ROM (the bundled cartridge by default)."""
+
+    def __init__(self, *, rom: str | Path | None = None) -> None:
+        self.rom: RomInfo = read_rom(rom if rom is not None else bundled_cartridge())
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # pysdl2's notice about its bundled binaries
+            self._pyboy = PyBoy(
+                str(self.rom.path), window="null", sound_emulated=False, log_level="ERROR"
+            )
+        logging.getLogger("pyboy").setLevel(logging.ERROR)
+        self._pyboy.set_emulation_speed(0)
+        self.memory = self._pyboy.memory
+        self.ram = RamReader(self.memory, banked=self.rom.cgb)
+        self.held = Button.NONE
+        self.frame = 0
+
+    def hold(self, buttons: int) -> None:
+        """Hold exactly `buttons` (a Button mask) from the next frame on."""
+        wanted = Button(buttons & 0xFF)
+        for bit, name in _PYBOY_NAMES.items():
+            if wanted & bit and not self.held & bit:
+                self._pyboy.button_press(name)
+            elif self.held & bit and not wanted & bit:
+                self._pyboy.button_release(name)
+        self.held = wanted
+
+    def tick(self, frames: int = 1, *, render: bool = False) -> None:
+        """Run `frames` frames with the held buttons; render only the last, and only if asked."""
+        if not 1 <= frames <= MAX_FRAMES_PER_TICK:
+            raise ValueError(f"frames must be 1..{MAX_FRAMES_PER_TICK}, got {frames}")
+        if render:
+            if frames > 1:
+                self._pyboy.tick(frames - 1, False)
+            self._pyboy.tick(1, True)
+        else:
+            self._pyboy.tick(frames, False)
+        self.frame += frames
+
+    def screen_rgb(self):  # type: ignore[no-untyped-def]
+        """The last rendered frame as a (144, 160, 3) uint8 array (tick with render=True first)."""
+        return self._pyboy.screen.ndarray[:, :, :3].copy()
+
+    def save_state(self) -> bytes:
+        buffer = io.BytesIO()
+        self._pyboy.save_state(buffer)
+        return pack_state(self.rom.sha256, buffer.getvalue(), held_buttons=int(self.held))
+
+    def load_state(self, blob: bytes) -> None:
+        """Restore a state made from this ROM; refuse others before touching the emulator."""
+        state = unpack_state(blob, expected_rom_sha256=self.rom.sha256)
+        self._pyboy.load_state(io.BytesIO(state.payload))
+        self.held = Button(state.held_buttons)
+
+    def close(self) -> None:
+        self._pyboy.stop(save=False)
+
+    def __enter__(self) -> GameBoy:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()

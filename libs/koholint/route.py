@@ -1,0 +1,367 @@
+"""Records the cartridge's walkthrough by playing it with a RAM-reading controller.
+
+The controller knows the room layouts only through RAM (wRoomObjects) and walks
+with breadth-first search over walkable tiles; it talks, opens the chest, buys a
+heart container, solves the block puzzle, fights, takes the key, opens the door
+and takes the instrument. Every frame's buttons are recorded, so the result
+replays blind from power-on. Regenerate with ``koholint cartridge record``.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from koholint.emulator import Button, GameBoy
+from koholint.ram import (
+    ENEMY_TYPES,
+    ROOM_HEIGHT,
+    ROOM_WIDTH,
+    DialogState,
+    EntityStatus,
+    GameplayType,
+    MotionState,
+    RamAddress,
+)
+from koholint.states import STATE_NAMES
+from koholint.walkthrough import Walkthrough
+
+# Cartridge metatile ids (cartridge/tools/gfx.py) that Link can stand on.
+FLOOR, PLATE, KEY, RUPEE, HEART, STAIRS_DOWN, STAIRS_UP, INSTRUMENT, DUNGEON_FLOOR = (
+    0, 6, 10, 11, 12, 13, 14, 15, 16,
+)
+WALKABLE = frozenset({FLOOR, PLATE, KEY, RUPEE, HEART, DUNGEON_FLOOR})
+WALK_ON_TRIGGERS = frozenset({STAIRS_DOWN, STAIRS_UP, INSTRUMENT})
+BLOCK, BLOCK_ON_PLATE, GATE, LOCKED = 5, 7, 8, 9
+
+DIRECTION_BUTTON = {"right": Button.RIGHT, "left": Button.LEFT, "up": Button.UP, "down": Button.DOWN}
+DIRECTION_STEP = {"right": (1, 0), "left": (-1, 0), "up": (0, -1), "down": (0, 1)}
+FACING_CODE = {"right": 0, "left": 1, "up": 2, "down": 3}
+
+
+class RouteError(RuntimeError):
+    """The controller could not make progress; the message says where."""
+
+
+def tile_center(tile: int) -> int:
+    return tile * 16 + 8
+
+
+class Route:
+    """A controller that plays the cartridge and records every frame's buttons."""
+
+    def __init__(self, gameboy: GameBoy, states_dir: Path | None = None) -> None:
+        self.gameboy = gameboy
+        self.ram = gameboy.ram
+        self.walkthrough = Walkthrough(rom_sha256=gameboy.rom.sha256)
+        self.states_dir = states_dir
+        self.states: dict[str, bytes] = {}
+
+    # -- recording --------------------------------------------------------
+    def press(self, buttons: int, frames: int = 1) -> None:
+        self.gameboy.hold(buttons)
+        self.gameboy.tick(frames)
+        self.walkthrough.append(int(buttons), frames)
+
+    def wait(self, frames: int = 1) -> None:
+        self.press(Button.NONE, frames)
+
+    def tap(self, buttons: int) -> None:
+        """Press for one frame and release for one, so the game sees a new press."""
+        self.press(buttons)
+        self.wait()
+
+    def mark(self, name: str) -> None:
+        self.walkthrough.mark(name)
+        if name in STATE_NAMES:
+            self.states[name] = self.gameboy.save_state()
+
+    # -- reading ----------------------------------------------------------
+    def byte(self, address: int) -> int:
+        return self.ram.byte(address)
+
+    def link(self) -> tuple[int, int]:
+        return self.ram.link_position()
+
+    def link_tile(self) -> tuple[int, int]:
+        x, y = self.link()
+        return x // 16, y // 16
+
+    def busy(self) -> bool:
+        """True while the game ignores walking: transitions, fades, dialogs, passing out."""
+        return bool(
+            self.byte(RamAddress.ROOM_TRANSITION_STATE)
+            or self.byte(RamAddress.LINK_MOTION_STATE) != MotionState.NORMAL
+            or self.ram.dialog_state()
+        )
+
+    def enemies(self) -> list[tuple[int, int, int]]:
+        return [
+            (slot, x, y)
+            for slot, kind, x, y in self.ram.active_entities()
+            if kind in ENEMY_TYPES and self.byte(RamAddress.ENTITIES_STATUS + slot) == EntityStatus.ACTIVE
+        ]
+
+    def wait_until(self, condition: Callable[[], bool], limit: int, what: str) -> None:
+        for _ in range(limit):
+            if condition():
+                return
+            self.wait()
+        raise RouteError(f"timed out after {limit} frames waiting for {what}")
+
+    # -- moving -----------------------------------------------------------
+    def path(self, goal: tuple[int, int], allow: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
+        tiles = self.ram.room_objects()
+        start = self.link_tile()
+        previous: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
+        queue = deque([start])
+        while queue:
+            cell = queue.popleft()
+            if cell == goal:
+                break
+            for dx, dy in DIRECTION_STEP.values():
+                nx, ny = cell[0] + dx, cell[1] + dy
+                if not (0 <= nx < ROOM_WIDTH and 0 <= ny < ROOM_HEIGHT) or (nx, ny) in previous:
+                    continue
+                if tiles[ny][nx] in WALKABLE or tiles[ny][nx] in allow or (nx, ny) == goal:
+                    previous[(nx, ny)] = cell
+                    queue.append((nx, ny))
+        if goal not in previous:
+            raise RouteError(f"no path from {start} to {goal} in room {self.ram.room_key()}")
+        route = [goal]
+        while (step := previous[route[-1]]) is not None:
+            route.append(step)
+        return route[::-1]
+
+    def step_toward(self, target_x: int, target_y: int, axis_first: str) -> None:
+        """One frame of movement: align the other axis first, then move along `axis_first`."""
+        x, y = self.link()
+        buttons = Button.NONE
+        if axis_first == "x" and y != target_y:
+            buttons = Button.DOWN if target_y > y else Button.UP
+        elif axis_first == "y" and x != target_x:
+            buttons = Button.RIGHT if target_x > x else Button.LEFT
+        elif x != target_x:
+            buttons = Button.RIGHT if target_x > x else Button.LEFT
+        elif y != target_y:
+            buttons = Button.DOWN if target_y > y else Button.UP
+        self.press(buttons)
+
+    def walk_to(self, tile: tuple[int, int], limit: int = 1500, allow: frozenset[int] = frozenset()) -> None:
+        """Walk to the centre of `tile` in the current room."""
+        room = self.ram.room_key()
+        goal_x, goal_y = tile_center(tile[0]), tile_center(tile[1])
+        for _ in range(limit):
+            if self.ram.room_key() != room or self.byte(RamAddress.GAMEPLAY_TYPE) != GameplayType.WORLD:
+                return
+            if self.busy():
+                self.wait()
+                continue
+            if self.link() == (goal_x, goal_y):
+                return
+            route = self.path(tile, allow)
+            if len(route) == 1:
+                self.step_toward(goal_x, goal_y, "x")
+                continue
+            here, nxt = route[0], route[1]
+            axis = "x" if nxt[1] == here[1] else "y"
+            self.step_toward(tile_center(nxt[0]), tile_center(nxt[1]), axis)
+        raise RouteError(f"could not reach {tile} in room {room} within {limit} frames")
+
+    def face(self, direction: str) -> None:
+        if self.byte(RamAddress.LINK_DIRECTION) != FACING_CODE[direction]:
+            self.tap(DIRECTION_BUTTON[direction])
+
+    def leave(self, direction: str, limit: int = 600) -> None:
+        """Walk through the room's opening on the `direction` edge into the next room."""
+        room = self.ram.room_key()
+        tiles = self.ram.room_objects()
+        if direction in ("left", "right"):
+            column = 0 if direction == "left" else ROOM_WIDTH - 1
+            edge = [(column, row) for row in range(ROOM_HEIGHT) if tiles[row][column] in WALKABLE]
+        else:
+            row = 0 if direction == "up" else ROOM_HEIGHT - 1
+            edge = [(column, row) for column in range(ROOM_WIDTH) if tiles[row][column] in WALKABLE]
+        if not edge:
+            raise RouteError(f"room {room} has no opening on the {direction} edge")
+        self.walk_to(edge[0])
+        for _ in range(limit):
+            if self.ram.room_key() != room:
+                break
+            self.press(DIRECTION_BUTTON[direction])
+        else:
+            raise RouteError(f"did not leave room {room} going {direction}")
+        self.wait_until(lambda: not self.busy(), 120, "the room transition to end")
+
+    # -- actions ----------------------------------------------------------
+    def talk(self, choice: int | None = None, limit: int = 3000) -> None:
+        """Press A, then read the dialog through, answering a choice with `choice`."""
+        self.tap(Button.A)
+        if not self.ram.dialog_state():
+            raise RouteError("pressing A opened no dialog")
+        self.dialog(choice, limit)
+
+    def dialog(self, choice: int | None = None, limit: int = 3000) -> None:
+        for _ in range(limit):
+            state = self.ram.dialog_state()
+            if state == DialogState.CLOSED:
+                return
+            if state in (DialogState.WAIT_FOR_A, DialogState.END):
+                self.tap(Button.A)
+            elif state == DialogState.CHOICE:
+                if choice is None:
+                    raise RouteError("a dialog asked a question the route did not expect")
+                if self.byte(RamAddress.DIALOG_ASK_SELECTION) != choice:
+                    self.tap(Button.RIGHT)
+                else:
+                    self.mark("choice_made")
+                    self.tap(Button.A)
+            else:
+                self.wait()
+        raise RouteError("dialog did not close")
+
+    def swing(self) -> None:
+        self.tap(Button.B)
+        self.wait(12)
+
+    def push(self, direction: str, pushes: int, limit: int = 400) -> None:
+        """Hold `direction` against the block until it has moved `pushes` tiles."""
+        for _ in range(pushes):
+            before = self.ram.room_objects()
+            for _ in range(limit):
+                self.press(DIRECTION_BUTTON[direction])
+                if self.ram.room_objects() != before:
+                    break
+            else:
+                raise RouteError(f"the block did not move pushing {direction}")
+        self.wait()
+
+    def fight(self, limit: int = 6000) -> None:
+        """Chase and strike every enemy in the room."""
+        for _ in range(limit):
+            enemies = self.enemies()
+            if not enemies:
+                self.wait(16)
+                return
+            if self.busy():
+                self.wait()
+                continue
+            x, y = self.link()
+            _, ex, ey = min(enemies, key=lambda e: abs(e[1] - x) + abs(e[2] - y))
+            self.engage(x, y, ex, ey)
+        raise RouteError(f"enemies left in room {self.ram.room_key()} after {limit} frames")
+
+    def engage(self, x: int, y: int, ex: int, ey: int) -> None:
+        dx, dy = ex - x, ey - y
+        if abs(dx) <= 6 and 8 <= abs(dy) <= 22:
+            self.face("down" if dy > 0 else "up")
+            self.swing()
+        elif abs(dy) <= 6 and 8 <= abs(dx) <= 22:
+            self.face("right" if dx > 0 else "left")
+            self.swing()
+        elif abs(dx) < 8 and abs(dy) < 8:
+            self.press(Button.UP if dy > 0 else Button.DOWN)  # too close: back off
+        else:
+            self.approach(x, y, ex, ey)
+
+    def approach(self, x: int, y: int, ex: int, ey: int) -> None:
+        """One frame toward a striking spot 16 px from the enemy along the longer axis."""
+        if abs(ex - x) >= abs(ey - y):
+            goal = (ex - 16 if ex > x else ex + 16, ey)
+        else:
+            goal = (ex, ey - 16 if ey > y else ey + 16)
+        goal_tile = (min(max(goal[0] // 16, 0), ROOM_WIDTH - 1), min(max(goal[1] // 16, 0), ROOM_HEIGHT - 1))
+        tiles = self.ram.room_objects()
+        if tiles[goal_tile[1]][goal_tile[0]] not in WALKABLE:
+            goal_tile = (ex // 16, ey // 16)
+        try:
+            route = self.path(goal_tile)
+        except RouteError:
+            self.wait()
+            return
+        if len(route) > 1:
+            here, nxt = route[0], route[1]
+            axis = "x" if nxt[1] == here[1] else "y"
+            self.step_toward(tile_center(nxt[0]), tile_center(nxt[1]), axis)
+        else:
+            self.step_toward(goal[0], goal[1], "x" if abs(ex - x) >= abs(ey - y) else "y")
+
+
+def play_route(route: Route) -> None:
+    """The whole game, from power-on to the credits."""
+    ram = route.ram
+    route.wait(100)
+    route.mark("title")
+    route.tap(Button.START)
+    route.wait_until(lambda: ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.WORLD, 60, "the world")
+    route.wait(4)
+    route.mark("start_of_play")
+    # Village: the elder's multi-page dialog.
+    route.walk_to((6, 3))
+    route.face("up")
+    route.mark("before_npc")
+    route.tap(Button.A)
+    route.mark("npc_dialog_open")
+    route.dialog()
+    route.mark("npc_dialog_closed")
+    # West: the sword.
+    route.leave("left")
+    route.walk_to((4, 3))
+    route.face("up")
+    route.talk()
+    route.mark("sword_obtained")
+    route.leave("right")
+    # North, east and south for rupees, then the shop's question.
+    route.leave("up")
+    route.fight()
+    route.mark("enemy_killed")
+    route.leave("right")
+    route.fight()
+    route.walk_to((4, 4))
+    route.leave("down")
+    route.walk_to((5, 4))
+    route.walk_to((4, 3))
+    route.face("up")
+    route.talk(choice=0)
+    route.mark("heart_bought")
+    # Back to the crossroads and north to the puzzle.
+    route.leave("left")
+    route.leave("up")
+    route.leave("up")
+    route.mark("before_puzzle")
+    route.walk_to((2, 2))
+    route.push("right", 2)
+    route.walk_to((5, 1), allow=frozenset())
+    route.push("down", 3)
+    route.mark("puzzle_solved")
+    route.leave("right")
+    route.walk_to((5, 3), allow=frozenset({STAIRS_DOWN}))
+    route.wait_until(lambda: ram.byte(RamAddress.IS_INDOOR) == 1 and not route.busy(), 120, "the dungeon")
+    route.mark("dungeon_entrance")
+    route.leave("up")
+    route.fight()
+    route.walk_to((5, 4))
+    route.mark("key_taken")
+    route.leave("right")
+    route.walk_to((4, 1))
+    route.face("up")
+    route.wait_until(lambda: ram.room_objects()[0][4] != LOCKED, 1, "the door") if False else None
+    for _ in range(30):
+        if route.ram.room_objects()[0][4] != LOCKED:
+            break
+        route.press(Button.UP)
+    route.mark("door_unlocked")
+    route.leave("up")
+    route.mark("last_room")
+    route.walk_to((5, 2), allow=frozenset({INSTRUMENT}))
+    route.wait_until(lambda: ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.CREDITS, 60, "the credits")
+    route.wait(30)
+    route.mark("won")
+
+
+def record(gameboy: GameBoy) -> Route:
+    """Play the route on a fresh emulator; the Route holds the walkthrough and states."""
+    route = Route(gameboy)
+    play_route(route)
+    return route

@@ -1,0 +1,66 @@
+"""Save states that remember their ROM: PyBoy's state wrapped with the ROM's sha256.
+
+A state made from one ROM is refused by an emulator running another, before PyBoy
+sees a byte of it.
+
+>>> blob = pack_state("ab" * 32, b"payload", held_buttons=4)
+>>> unpack_state(blob, expected_rom_sha256="ab" * 32)
+SaveState(rom_sha256='abab...', held_buttons=4, payload=7 bytes)
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+MAGIC = b"KHLSTATE"
+FORMAT_VERSION = 1
+_HEADER = struct.Struct("<8sB32sBI")
+MAX_STATE_BYTES = 4 * 1024 * 1024
+
+
+class SaveStateError(ValueError):
+    """A save state that cannot be loaded; the message says why."""
+
+
+class SaveStateRomMismatchError(SaveStateError):
+    """The state was made from another ROM."""
+
+
+@dataclass(frozen=True)
+class SaveState:
+    rom_sha256: str
+    held_buttons: int
+    payload: bytes
+
+    def __repr__(self) -> str:
+        return (
+            f"SaveState(rom_sha256='{self.rom_sha256[:4]}...', held_buttons={self.held_buttons}, "
+            f"payload={len(self.payload)} bytes)"
+        )
+
+
+def pack_state(rom_sha256: str, payload: bytes, *, held_buttons: int = 0) -> bytes:
+    header = _HEADER.pack(MAGIC, FORMAT_VERSION, bytes.fromhex(rom_sha256), held_buttons, len(payload))
+    return header + payload
+
+
+def unpack_state(blob: bytes, *, expected_rom_sha256: str | None = None) -> SaveState:
+    """Parse a state; refuse corrupt bytes and, when given, a state from another ROM."""
+    if len(blob) > MAX_STATE_BYTES:
+        raise SaveStateError(f"save state of {len(blob)} bytes exceeds the {MAX_STATE_BYTES}-byte limit")
+    if len(blob) < _HEADER.size or blob[: len(MAGIC)] != MAGIC:
+        raise SaveStateError("not a Koholint save state (bad magic); make states with GameBoy.save_state()")
+    magic, version, rom_hash, held, length = _HEADER.unpack_from(blob)
+    if version != FORMAT_VERSION:
+        raise SaveStateError(f"save state format {version} is not supported (expected {FORMAT_VERSION})")
+    payload = blob[_HEADER.size :]
+    if len(payload) != length:
+        raise SaveStateError(f"save state truncated or padded: {len(payload)} payload bytes, header says {length}")
+    state = SaveState(rom_sha256=rom_hash.hex(), held_buttons=held, payload=payload)
+    if expected_rom_sha256 is not None and state.rom_sha256 != expected_rom_sha256:
+        raise SaveStateRomMismatchError(
+            f"save state belongs to ROM {state.rom_sha256[:12]}..., but this emulator runs "
+            f"{expected_rom_sha256[:12]}...; load it with the ROM it was made from"
+        )
+    return state
