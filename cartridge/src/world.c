@@ -9,8 +9,8 @@
 #define PASS_OUT_FRAMES 90
 #define FADE_FRAMES 16
 #define TRANSITION_FRAMES_PER_STATE 2
-#define RUPEE_VALUE 0x05
-#define HEART_CONTAINER_PRICE 0x10
+#define RUPEE_VALUE 5
+#define HEART_CONTAINER_PRICE 10
 
 unsigned char cur_room;
 unsigned char swing_timer;
@@ -139,30 +139,26 @@ void start_game(void) {
     enter_room(START_ROOM);
 }
 
-static void add_rupees(unsigned char bcd) {
-    /* BCD add into wRupeeCountHigh:Low, saturating at 999. */
-    unsigned char low = wRupeeCountLow, ones = (low & 0x0F) + (bcd & 0x0F);
-    unsigned char tens = (low >> 4) + (bcd >> 4);
-    if (ones > 9) { ones -= 10; tens++; }
-    if (tens > 9) {
-        tens -= 10;
-        if (wRupeeCountHigh < 9) wRupeeCountHigh++;
-        else { tens = 9; ones = 9; }
-    }
-    wRupeeCountLow = (unsigned char)((tens << 4) | ones);
+static unsigned int rupee_count(void) {
+    unsigned char low = wRupeeCountLow;
+    return wRupeeCountHigh * 100 + (low >> 4) * 10 + (low & 0x0F);
+}
+
+static void store_rupees(unsigned int count) {
+    /* Rupees are BCD in wRupeeCountHigh:Low, and saturate at 999. */
+    if (count > 999) count = 999;
+    wRupeeCountHigh = (unsigned char)(count / 100);
+    count %= 100;
+    wRupeeCountLow = (unsigned char)(((count / 10) << 4) | (count % 10));
     hud_dirty = 1;
 }
 
-static unsigned char spend_rupees(unsigned char bcd) {
-    unsigned char low = wRupeeCountLow, high = wRupeeCountHigh;
-    unsigned int have = high * 100 + (low >> 4) * 10 + (low & 0x0F);
-    unsigned int cost = (bcd >> 4) * 10 + (bcd & 0x0F);
-    if (have < cost) return 0;
-    have -= cost;
-    wRupeeCountHigh = (unsigned char)(have / 100);
-    have %= 100;
-    wRupeeCountLow = (unsigned char)(((have / 10) << 4) | (have % 10));
-    hud_dirty = 1;
+static void add_rupees(unsigned char amount) { store_rupees(rupee_count() + amount); }
+
+static unsigned char spend_rupees(unsigned char amount) {
+    unsigned int have = rupee_count();
+    if (have < amount) return 0;
+    store_rupees(have - amount);
     return 1;
 }
 

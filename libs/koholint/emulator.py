@@ -18,7 +18,9 @@ from enum import IntFlag
 from pathlib import Path
 from types import TracebackType
 
-from pyboy import PyBoy
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")  # pysdl2's notice about its bundled SDL binaries
+    from pyboy import PyBoy
 
 from koholint.ram import RamReader
 from koholint.rom import RomInfo, bundled_cartridge, read_rom
@@ -57,11 +59,7 @@ class GameBoy:
 
     def __init__(self, *, rom: str | Path | None = None) -> None:
         self.rom: RomInfo = read_rom(rom if rom is not None else bundled_cartridge())
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # pysdl2's notice about its bundled binaries
-            self._pyboy = PyBoy(
-                str(self.rom.path), window="null", sound_emulated=False, log_level="ERROR"
-            )
+        self._pyboy = PyBoy(str(self.rom.path), window="null", sound_emulated=False, log_level="ERROR")
         logging.getLogger("pyboy").setLevel(logging.ERROR)
         self._pyboy.set_emulation_speed(0)
         self.memory = self._pyboy.memory
@@ -71,11 +69,15 @@ class GameBoy:
 
     def hold(self, buttons: int) -> None:
         """Hold exactly `buttons` (a Button mask) from the next frame on."""
-        wanted = Button(buttons & 0xFF)
+        self._press(Button(buttons & 0xFF), changed_only=True)
+
+    def _press(self, wanted: Button, *, changed_only: bool) -> None:
         for bit, name in _PYBOY_NAMES.items():
-            if wanted & bit and not self.held & bit:
+            if changed_only and bool(wanted & bit) == bool(self.held & bit):
+                continue
+            if wanted & bit:
                 self._pyboy.button_press(name)
-            elif self.held & bit and not wanted & bit:
+            else:
                 self._pyboy.button_release(name)
         self.held = wanted
 
@@ -104,7 +106,8 @@ class GameBoy:
         """Restore a state made from this ROM; refuse others before touching the emulator."""
         state = unpack_state(blob, expected_rom_sha256=self.rom.sha256)
         self._pyboy.load_state(io.BytesIO(state.payload))
-        self.held = Button(state.held_buttons)
+        # PyBoy applies presses at the next tick, so its own state may lag: set every button.
+        self._press(Button(state.held_buttons), changed_only=False)
 
     def close(self) -> None:
         self._pyboy.stop(save=False)

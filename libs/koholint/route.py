@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable
-from pathlib import Path
 
 from koholint.emulator import Button, GameBoy
 from koholint.ram import (
@@ -51,18 +50,32 @@ def tile_center(tile: int) -> int:
 class Route:
     """A controller that plays the cartridge and records every frame's buttons."""
 
-    def __init__(self, gameboy: GameBoy, states_dir: Path | None = None) -> None:
+    def __init__(self, gameboy: GameBoy) -> None:
         self.gameboy = gameboy
         self.ram = gameboy.ram
         self.walkthrough = Walkthrough(rom_sha256=gameboy.rom.sha256)
-        self.states_dir = states_dir
         self.states: dict[str, bytes] = {}
+        self._health = 0
+        self._kills = 0
 
     # -- recording --------------------------------------------------------
     def press(self, buttons: int, frames: int = 1) -> None:
         self.gameboy.hold(buttons)
         self.gameboy.tick(frames)
         self.walkthrough.append(int(buttons), frames)
+        self._mark_events()
+
+    def _mark_events(self) -> None:
+        """Mark the first damage taken and the first enemy killed as they happen."""
+        health, kills = self.byte(RamAddress.HEALTH), self.byte(RamAddress.KILL_COUNT)
+        if health < self._health and not self.has_mark("damage_taken"):
+            self.mark("damage_taken")
+        if kills > self._kills and not self.has_mark("enemy_killed"):
+            self.mark("enemy_killed")
+        self._health, self._kills = health, kills
+
+    def has_mark(self, name: str) -> bool:
+        return any(mark == name for mark, _ in self.walkthrough.marks)
 
     def wait(self, frames: int = 1) -> None:
         self.press(Button.NONE, frames)
@@ -212,14 +225,19 @@ class Route:
             elif state == DialogState.CHOICE:
                 if choice is None:
                     raise RouteError("a dialog asked a question the route did not expect")
-                if self.byte(RamAddress.DIALOG_ASK_SELECTION) != choice:
-                    self.tap(Button.RIGHT)
-                else:
-                    self.mark("choice_made")
-                    self.tap(Button.A)
+                self.choose(choice)
             else:
                 self.wait()
         raise RouteError("dialog did not close")
+
+    def choose(self, choice: int) -> None:
+        """Move the cursor to the other answer and back (both directions), then to `choice`."""
+        self.tap(Button.RIGHT)
+        self.tap(Button.LEFT)
+        while self.byte(RamAddress.DIALOG_ASK_SELECTION) != choice:
+            self.tap(Button.RIGHT)
+        self.mark("choice_made")
+        self.tap(Button.A)
 
     def swing(self) -> None:
         self.tap(Button.B)
@@ -236,6 +254,26 @@ class Route:
             else:
                 raise RouteError(f"the block did not move pushing {direction}")
         self.wait()
+
+    def take_hit(self, limit: int = 1200) -> None:
+        """Walk into the nearest enemy until it hurts Link (to show damage in the walkthrough)."""
+        health = self.byte(RamAddress.HEALTH)
+        for _ in range(limit):
+            if self.byte(RamAddress.HEALTH) < health:
+                if self.byte(RamAddress.LINK_MOTION_STATE) != MotionState.PASS_OUT:
+                    self.wait_until(lambda: not self.busy(), 60, "the knockback to end")
+                return
+            enemies = self.enemies()
+            if not enemies or self.busy():
+                self.wait()
+                continue
+            x, y = self.link()
+            _, ex, ey = min(enemies, key=lambda e: abs(e[1] - x) + abs(e[2] - y))
+            if abs(ex - x) + abs(ey - y) > 40:
+                self.approach(x, y, ex, ey)
+            else:
+                self.step_toward(ex, ey, "x" if abs(ex - x) < abs(ey - y) else "y")
+        raise RouteError("no enemy hurt Link")
 
     def fight(self, limit: int = 6000) -> None:
         """Chase and strike every enemy in the room."""
@@ -314,8 +352,8 @@ def play_route(route: Route) -> None:
     route.leave("right")
     # North, east and south for rupees, then the shop's question.
     route.leave("up")
+    route.take_hit()
     route.fight()
-    route.mark("enemy_killed")
     route.leave("right")
     route.fight()
     route.walk_to((4, 4))
@@ -345,10 +383,8 @@ def play_route(route: Route) -> None:
     route.mark("key_taken")
     route.leave("right")
     route.walk_to((4, 1))
-    route.face("up")
-    route.wait_until(lambda: ram.room_objects()[0][4] != LOCKED, 1, "the door") if False else None
     for _ in range(30):
-        if route.ram.room_objects()[0][4] != LOCKED:
+        if ram.room_objects()[0][4] != LOCKED:
             break
         route.press(Button.UP)
     route.mark("door_unlocked")

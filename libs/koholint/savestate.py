@@ -1,4 +1,4 @@
-"""Save states that remember their ROM: PyBoy's state wrapped with the ROM's sha256.
+"""Save states that remember their ROM: PyBoy's state, compressed, wrapped with the ROM's sha256.
 
 A state made from one ROM is refused by an emulator running another, before PyBoy
 sees a byte of it.
@@ -11,6 +11,7 @@ SaveState(rom_sha256='abab...', held_buttons=4, payload=7 bytes)
 from __future__ import annotations
 
 import struct
+import zlib
 from dataclasses import dataclass
 
 MAGIC = b"KHLSTATE"
@@ -41,8 +42,9 @@ class SaveState:
 
 
 def pack_state(rom_sha256: str, payload: bytes, *, held_buttons: int = 0) -> bytes:
-    header = _HEADER.pack(MAGIC, FORMAT_VERSION, bytes.fromhex(rom_sha256), held_buttons, len(payload))
-    return header + payload
+    compressed = zlib.compress(payload, 1)  # PyBoy states are mostly zeros: ~20x smaller, fast
+    header = _HEADER.pack(MAGIC, FORMAT_VERSION, bytes.fromhex(rom_sha256), held_buttons, len(compressed))
+    return header + compressed
 
 
 def unpack_state(blob: bytes, *, expected_rom_sha256: str | None = None) -> SaveState:
@@ -54,13 +56,18 @@ def unpack_state(blob: bytes, *, expected_rom_sha256: str | None = None) -> Save
     magic, version, rom_hash, held, length = _HEADER.unpack_from(blob)
     if version != FORMAT_VERSION:
         raise SaveStateError(f"save state format {version} is not supported (expected {FORMAT_VERSION})")
-    payload = blob[_HEADER.size :]
-    if len(payload) != length:
-        raise SaveStateError(f"save state truncated or padded: {len(payload)} payload bytes, header says {length}")
-    state = SaveState(rom_sha256=rom_hash.hex(), held_buttons=held, payload=payload)
-    if expected_rom_sha256 is not None and state.rom_sha256 != expected_rom_sha256:
+    compressed = blob[_HEADER.size :]
+    if len(compressed) != length:
+        raise SaveStateError(
+            f"save state truncated or padded: {len(compressed)} payload bytes, header says {length}"
+        )
+    if expected_rom_sha256 is not None and rom_hash.hex() != expected_rom_sha256:
         raise SaveStateRomMismatchError(
-            f"save state belongs to ROM {state.rom_sha256[:12]}..., but this emulator runs "
+            f"save state belongs to ROM {rom_hash.hex()[:12]}..., but this emulator runs "
             f"{expected_rom_sha256[:12]}...; load it with the ROM it was made from"
         )
-    return state
+    try:
+        payload = zlib.decompress(compressed)
+    except zlib.error as error:
+        raise SaveStateError(f"save state payload is corrupt ({error})") from error
+    return SaveState(rom_sha256=rom_hash.hex(), held_buttons=held, payload=payload)

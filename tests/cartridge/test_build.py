@@ -1,0 +1,66 @@
+"""`make cartridge` rebuilds the committed ROM bit for bit, and says how to get sdcc when missing."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BUILD = REPO / "cartridge" / "tools" / "build.py"
+
+
+def load_tool(name: str):
+    spec = importlib.util.spec_from_file_location(f"cartridge_tools_{name}", REPO / "cartridge" / "tools" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[f"cartridge_tools_{name}"] = module  # dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.needs_sdcc
+@pytest.mark.skipif(shutil.which("sdcc") is None, reason="sdcc not installed (apt-get install sdcc)")
+def test_fresh_build_equals_the_committed_rom(tmp_path: Path):
+    out = tmp_path / "cartridge.gb"
+    result = subprocess.run([sys.executable, str(BUILD), "--out", str(out)], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert out.read_bytes() == (REPO / "libs" / "koholint" / "data" / "cartridge.gb").read_bytes()
+
+
+def test_generated_sources_are_up_to_date(tmp_path: Path):
+    """gfx.c/rooms.c in the repo are what the generators write now (no hand edits, no staleness)."""
+    src = REPO / "cartridge" / "src"
+    before = {name: (src / name).read_bytes() for name in ("gfx.c", "gfx.h", "rooms.c", "rooms.h")}
+    for tool in ("gfx.py", "rooms.py"):
+        subprocess.run([sys.executable, str(REPO / "cartridge" / "tools" / tool)], check=True)
+    after = {name: (src / name).read_bytes() for name in before}
+    assert before == after
+
+
+def test_missing_sdcc_says_how_to_install_it():
+    env = {**os.environ, "PATH": "/nonexistent"}
+    result = subprocess.run([sys.executable, str(BUILD), "--out", "/dev/null"], capture_output=True, text=True, env=env)
+    assert result.returncode != 0
+    assert "sdcc" in result.stderr and "apt-get install sdcc" in result.stderr
+
+
+def test_world_validator_rejects_a_one_sided_exit():
+    rooms = load_tool("rooms")
+    world = {room.name: room for room in rooms.ROOMS}
+    broken = world["village"]
+    broken.exits = {k: v for k, v in broken.exits.items() if k != "west"}
+    with pytest.raises(SystemExit, match="(village: west edge open with no exit|sword_glade: exit east is not mirrored)"):
+        rooms.validate(world)
+
+
+def test_dialog_pages_fit_the_box():
+    rooms = load_tool("rooms")
+    for text, _ in rooms.DIALOGS.values():
+        for page in rooms.paginate(text):
+            assert len(page) == rooms.TEXT_COLUMNS * rooms.LINES_PER_PAGE
+            assert set(page) <= {chr(c) for c in range(0x20, 0x60)}  # the font's characters

@@ -1,0 +1,81 @@
+"""Shared fixtures: one frame-by-frame replay of the walkthrough per test session."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from koholint.emulator import GameBoy
+from koholint.ram import ADDRESS_DOCS, RamAddress, RamReader
+from koholint.walkthrough import Walkthrough, WalkthroughPlayer, load_walkthrough
+
+TRACED_STATE = (
+    RamAddress.DIALOG_STATE,
+    RamAddress.DIALOG_ASK_SELECTION,
+    RamAddress.ROOM_TRANSITION_STATE,
+    RamAddress.LINK_MOTION_STATE,
+)
+
+
+@dataclass
+class Snapshot:
+    """RAM facts at one mark, read with the library's readers."""
+
+    ram: dict[int, int]
+    room_key: tuple[int, int, int]
+    visited: set[tuple[int, int]]
+    room_objects: list[list[int]]
+    entities: list[tuple[int, int, int, int]]
+    rupees: int
+    link: tuple[int, int]
+
+
+@dataclass
+class WalkthroughTrace:
+    walkthrough: Walkthrough
+    snapshots: dict[str, Snapshot] = field(default_factory=dict)
+    per_frame: dict[int, list[int]] = field(default_factory=dict)  # traced address -> value per frame
+    changed: set[int] = field(default_factory=set)  # documented addresses whose value ever changed
+    dying_types: set[int] = field(default_factory=set)
+
+
+def snapshot(ram: RamReader) -> Snapshot:
+    addresses = {doc.address for doc in ADDRESS_DOCS}  # first byte of each range
+    return Snapshot(
+        ram={address: ram.byte(address) for address in addresses},
+        room_key=ram.room_key(),
+        visited=ram.visited_rooms(),
+        room_objects=ram.room_objects(),
+        entities=ram.active_entities(),
+        rupees=ram.rupees(),
+        link=ram.link_position(),
+    )
+
+
+def documented_bytes(gameboy: GameBoy) -> dict[int, bytes]:
+    memory = gameboy.memory
+    return {doc.address: bytes(memory[doc.address : doc.address + doc.size]) for doc in ADDRESS_DOCS}
+
+
+@pytest.fixture(scope="session")
+def walkthrough_trace() -> WalkthroughTrace:
+    walkthrough = load_walkthrough()
+    trace = WalkthroughTrace(walkthrough, per_frame={address: [] for address in TRACED_STATE})
+    marks = dict(walkthrough.marks)
+    with GameBoy() as gameboy:
+        player = WalkthroughPlayer(gameboy, walkthrough)
+        first = documented_bytes(gameboy)
+        for frame in range(1, walkthrough.frames + 1):
+            player.advance_to(frame)
+            for address in TRACED_STATE:
+                trace.per_frame[address].append(gameboy.ram.byte(address))
+            for slot in range(16):
+                if gameboy.ram.byte(RamAddress.ENTITIES_STATUS + slot) == 1:
+                    trace.dying_types.add(gameboy.ram.byte(RamAddress.ENTITIES_TYPE + slot))
+            current = documented_bytes(gameboy)
+            trace.changed.update(address for address, value in current.items() if value != first[address])
+            for name, mark_frame in marks.items():
+                if mark_frame == frame:
+                    trace.snapshots[name] = snapshot(gameboy.ram)
+    return trace
