@@ -35,7 +35,9 @@ class Snapshot:
 class WalkthroughTrace:
     walkthrough: Walkthrough
     snapshots: dict[str, Snapshot] = field(default_factory=dict)
-    per_frame: dict[int, list[int]] = field(default_factory=dict)  # traced address -> value per frame
+    per_frame: dict[int, list[int]] = field(
+        default_factory=dict
+    )  # traced address -> value per frame
     changed: set[int] = field(default_factory=set)  # documented addresses whose value ever changed
     dying_types: set[int] = field(default_factory=set)
 
@@ -55,7 +57,9 @@ def snapshot(ram: RamReader) -> Snapshot:
 
 def documented_bytes(gameboy: GameBoy) -> dict[int, bytes]:
     memory = gameboy.memory
-    return {doc.address: bytes(memory[doc.address : doc.address + doc.size]) for doc in ADDRESS_DOCS}
+    return {
+        doc.address: bytes(memory[doc.address : doc.address + doc.size]) for doc in ADDRESS_DOCS
+    }
 
 
 @pytest.fixture(scope="session")
@@ -74,7 +78,9 @@ def walkthrough_trace() -> WalkthroughTrace:
                 if gameboy.ram.byte(RamAddress.ENTITIES_STATUS + slot) == 1:
                     trace.dying_types.add(gameboy.ram.byte(RamAddress.ENTITIES_TYPE + slot))
             current = documented_bytes(gameboy)
-            trace.changed.update(address for address, value in current.items() if value != first[address])
+            trace.changed.update(
+                address for address, value in current.items() if value != first[address]
+            )
             for name, mark_frame in marks.items():
                 if mark_frame == frame:
                     trace.snapshots[name] = snapshot(gameboy.ram)

@@ -65,8 +65,21 @@ def build(out: Path) -> bytes:
             run(["sdcc", "-msm83", "--opt-code-speed", "-c", str(source), "-o", str(obj)], cwd=work)
             objects.append(str(obj))
         ihx = work / "cartridge.ihx"
-        run(["sdcc", "-msm83", "--no-std-crt0", "--code-loc", CODE_LOC, "--data-loc", DATA_LOC,
-             *objects, "-o", str(ihx)], cwd=work)
+        run(
+            [
+                "sdcc",
+                "-msm83",
+                "--no-std-crt0",
+                "--code-loc",
+                CODE_LOC,
+                "--data-loc",
+                DATA_LOC,
+                *objects,
+                "-o",
+                str(ihx),
+            ],
+            cwd=work,
+        )
         rom = work / "cartridge.gb"
         run(["makebin", "-Z", "-yn", TITLE, "-yN", str(ihx), str(rom)], cwd=work)
         data = rom.read_bytes()
@@ -77,7 +90,9 @@ def build(out: Path) -> bytes:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true", help="compare a fresh build with the committed ROM")
+    parser.add_argument(
+        "--check", action="store_true", help="compare a fresh build with the committed ROM"
+    )
     parser.add_argument("--out", type=Path, default=INSTALLED_ROM, help="where to write the ROM")
     args = parser.parse_args(argv)
     try:
@@ -88,7 +103,9 @@ def main(argv: list[str] | None = None) -> int:
             if fresh != committed:
                 print(f"cartridge differs from {INSTALLED_ROM}: run `make cartridge` and commit it")
                 return 1
-            print(f"cartridge matches {INSTALLED_ROM.name} (sha256 {hashlib.sha256(fresh).hexdigest()})")
+            print(
+                f"cartridge matches {INSTALLED_ROM.name} (sha256 {hashlib.sha256(fresh).hexdigest()})"
+            )
             return 0
         data = build(args.out)
     except BuildError as error:

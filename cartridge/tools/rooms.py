@@ -62,138 +62,240 @@ class Room:
 
 
 ROOMS = [
-    Room("grove", 0x00, 0, 0x00, [
-        "##########",
-        "#T....T..#",
-        "#..~~....#",
-        "#..~~$....",
-        "#...h.....",
-        "#T.......#",
-        "#....T..T#",
-        "####..####",
-    ], {"east": "puzzle", "south": "west_field"}, [("octorok", 6, 5)]),
-    Room("puzzle", 0x01, 0, 0x00, [
-        "##########",
-        "#........#",
-        "#..B.....#",
-        "...T.....G",
-        ".........G",
-        "#....P...#",
-        "#........#",
-        "####..####",
-    ], {"west": "grove", "east": "cave_mouth", "south": "crossroads"}, []),
-    Room("cave_mouth", 0x02, 0, 0x00, [
-        "##########",
-        "#TT....TT#",
-        "#T......T#",
-        ".....v...#",
-        ".........#",
-        "#T......T#",
-        "#TT....TT#",
-        "##########",
-    ], {"west": "puzzle"}, []),
-    Room("west_field", 0x10, 0, 0x00, [
-        "####..####",
-        "#........#",
-        "#.T....T.#",
-        "#.........",
-        "#....$....",
-        "#.T....T.#",
-        "#........#",
-        "##########",
-    ], {"north": "grove", "east": "crossroads"}, [("keese", 2, 6), ("octorok", 7, 3)]),
-    Room("crossroads", 0x11, 0, 0x00, [
-        "####..####",
-        "#........#",
-        "#.TT..TT.#",
-        "..........",
-        "..........",
-        "#.TT..TT.#",
-        "#........#",
-        "####..####",
-    ], {"north": "puzzle", "west": "west_field", "east": "lake", "south": "village"},
-        [("octorok", 1, 1), ("octorok", 8, 6)]),
-    Room("lake", 0x12, 0, 0x00, [
-        "##########",
-        "#...~~~..#",
-        "#...~~~..#",
-        ".........#",
-        "....$....#",
-        "#T......T#",
-        "#........#",
-        "####..####",
-    ], {"west": "crossroads", "south": "shop"}, [("octorok", 7, 2)]),
-    Room("sword_glade", 0x20, 0, 0x00, [
-        "##########",
-        "#TT....TT#",
-        "#T..C...T#",
-        "#.........",
-        "#.........",
-        "#T......T#",
-        "#TT....TT#",
-        "##########",
-    ], {"east": "village"}, []),
-    Room("village", 0x21, 0, 0x00, [
-        "####..####",
-        "#T......T#",
-        "#........#",
-        "..........",
-        "..........",
-        "#........#",
-        "#T......T#",
-        "##########",
-    ], {"north": "crossroads", "west": "sword_glade", "east": "shop"}, [("elder", 6, 2)]),
-    Room("shop", 0x22, 0, 0x00, [
-        "####..####",
-        "#........#",
-        "#..T..T..#",
-        ".........#",
-        ".....$...#",
-        "#........#",
-        "#T......T#",
-        "##########",
-    ], {"west": "village", "north": "lake"}, [("shopkeeper", 4, 2)]),
-    Room("dungeon_entrance", 0x10, 1, 0x00, [
-        "%%%%,,%%%%",
-        "%,,,,,,,,%",
-        "%,,,^,,,,%",
-        "%,,,,,,,,%",
-        "%,,,,,,,,%",
-        "%,,,,,,,,%",
-        "%,,,,,,,,%",
-        "%%%%%%%%%%",
-    ], {"north": "key_hall"}, []),
-    Room("key_hall", 0x08, 1, 0x00, [
-        "%%%%%%%%%%",
-        "%,,,,,,,,%",
-        "%,%,,,,%,%",
-        "%,,,,,,,,,",
-        "%,,,,K,,,,",
-        "%,%,,,,%,%",
-        "%,,,,,,,,%",
-        "%%%%,,%%%%",
-    ], {"south": "dungeon_entrance", "east": "lock_hall"},
-        [("keese", 2, 1), ("keese", 7, 6), ("octorok", 7, 1)]),
-    Room("lock_hall", 0x09, 1, 0x00, [
-        "%%%%LL%%%%",
-        "%,,,,,,,,%",
-        "%,,,,,,,,%",
-        ",,,,,,,,,%",
-        ",,,,,,,,,%",
-        "%,,,,,,,,%",
-        "%,,h,,,,,%",
-        "%%%%%%%%%%",
-    ], {"west": "key_hall", "north": "instrument_room"}, [("octorok", 2, 1), ("octorok", 7, 5)]),
-    Room("instrument_room", 0x01, 1, 0x00, [
-        "%%%%%%%%%%",
-        "%,,,,,,,,%",
-        "%,,,,I,,,%",
-        "%,,,,,,,,%",
-        "%,,,,,,,,%",
-        "%,,,,,,,,%",
-        "%,,,,,,,,%",
-        "%%%%,,%%%%",
-    ], {"south": "lock_hall"}, []),
+    Room(
+        "grove",
+        0x00,
+        0,
+        0x00,
+        [
+            "##########",
+            "#T....T..#",
+            "#..~~....#",
+            "#..~~$....",
+            "#...h.....",
+            "#T.......#",
+            "#....T..T#",
+            "####..####",
+        ],
+        {"east": "puzzle", "south": "west_field"},
+        [("octorok", 6, 5)],
+    ),
+    Room(
+        "puzzle",
+        0x01,
+        0,
+        0x00,
+        [
+            "##########",
+            "#........#",
+            "#..B.....#",
+            "...T.....G",
+            ".........G",
+            "#....P...#",
+            "#........#",
+            "####..####",
+        ],
+        {"west": "grove", "east": "cave_mouth", "south": "crossroads"},
+        [],
+    ),
+    Room(
+        "cave_mouth",
+        0x02,
+        0,
+        0x00,
+        [
+            "##########",
+            "#TT....TT#",
+            "#T......T#",
+            ".....v...#",
+            ".........#",
+            "#T......T#",
+            "#TT....TT#",
+            "##########",
+        ],
+        {"west": "puzzle"},
+        [],
+    ),
+    Room(
+        "west_field",
+        0x10,
+        0,
+        0x00,
+        [
+            "####..####",
+            "#........#",
+            "#.T....T.#",
+            "#.........",
+            "#....$....",
+            "#.T....T.#",
+            "#........#",
+            "##########",
+        ],
+        {"north": "grove", "east": "crossroads"},
+        [("keese", 2, 6), ("octorok", 7, 3)],
+    ),
+    Room(
+        "crossroads",
+        0x11,
+        0,
+        0x00,
+        [
+            "####..####",
+            "#........#",
+            "#.TT..TT.#",
+            "..........",
+            "..........",
+            "#.TT..TT.#",
+            "#........#",
+            "####..####",
+        ],
+        {"north": "puzzle", "west": "west_field", "east": "lake", "south": "village"},
+        [("octorok", 1, 1), ("octorok", 8, 6)],
+    ),
+    Room(
+        "lake",
+        0x12,
+        0,
+        0x00,
+        [
+            "##########",
+            "#...~~~..#",
+            "#...~~~..#",
+            ".........#",
+            "....$....#",
+            "#T......T#",
+            "#........#",
+            "####..####",
+        ],
+        {"west": "crossroads", "south": "shop"},
+        [("octorok", 7, 2)],
+    ),
+    Room(
+        "sword_glade",
+        0x20,
+        0,
+        0x00,
+        [
+            "##########",
+            "#TT....TT#",
+            "#T..C...T#",
+            "#.........",
+            "#.........",
+            "#T......T#",
+            "#TT....TT#",
+            "##########",
+        ],
+        {"east": "village"},
+        [],
+    ),
+    Room(
+        "village",
+        0x21,
+        0,
+        0x00,
+        [
+            "####..####",
+            "#T......T#",
+            "#........#",
+            "..........",
+            "..........",
+            "#........#",
+            "#T......T#",
+            "##########",
+        ],
+        {"north": "crossroads", "west": "sword_glade", "east": "shop"},
+        [("elder", 6, 2)],
+    ),
+    Room(
+        "shop",
+        0x22,
+        0,
+        0x00,
+        [
+            "####..####",
+            "#........#",
+            "#..T..T..#",
+            ".........#",
+            ".....$...#",
+            "#........#",
+            "#T......T#",
+            "##########",
+        ],
+        {"west": "village", "north": "lake"},
+        [("shopkeeper", 4, 2)],
+    ),
+    Room(
+        "dungeon_entrance",
+        0x10,
+        1,
+        0x00,
+        [
+            "%%%%,,%%%%",
+            "%,,,,,,,,%",
+            "%,,,^,,,,%",
+            "%,,,,,,,,%",
+            "%,,,,,,,,%",
+            "%,,,,,,,,%",
+            "%,,,,,,,,%",
+            "%%%%%%%%%%",
+        ],
+        {"north": "key_hall"},
+        [],
+    ),
+    Room(
+        "key_hall",
+        0x08,
+        1,
+        0x00,
+        [
+            "%%%%%%%%%%",
+            "%,,,,,,,,%",
+            "%,%,,,,%,%",
+            "%,,,,,,,,,",
+            "%,,,,K,,,,",
+            "%,%,,,,%,%",
+            "%,,,,,,,,%",
+            "%%%%,,%%%%",
+        ],
+        {"south": "dungeon_entrance", "east": "lock_hall"},
+        [("keese", 2, 1), ("keese", 7, 6), ("octorok", 7, 1)],
+    ),
+    Room(
+        "lock_hall",
+        0x09,
+        1,
+        0x00,
+        [
+            "%%%%LL%%%%",
+            "%,,,,,,,,%",
+            "%,,,,,,,,%",
+            ",,,,,,,,,%",
+            ",,,,,,,,,%",
+            "%,,,,,,,,%",
+            "%,,h,,,,,%",
+            "%%%%%%%%%%",
+        ],
+        {"west": "key_hall", "north": "instrument_room"},
+        [("octorok", 2, 1), ("octorok", 7, 5)],
+    ),
+    Room(
+        "instrument_room",
+        0x01,
+        1,
+        0x00,
+        [
+            "%%%%%%%%%%",
+            "%,,,,,,,,%",
+            "%,,,,I,,,%",
+            "%,,,,,,,,%",
+            "%,,,,,,,,%",
+            "%,,,,,,,,%",
+            "%,,,,,,,,%",
+            "%%%%,,%%%%",
+        ],
+        {"south": "lock_hall"},
+        [],
+    ),
 ]
 
 START = ("village", 4, 5)
@@ -269,11 +371,11 @@ def validate(rooms: dict[str, Room]) -> None:
             neighbour = rooms[neighbour_name]
             if neighbour.exits.get(OPPOSITE[direction]) != room.name:
                 raise SystemExit(f"room {room.name}: exit {direction} is not mirrored")
-            theirs = [
-                neighbour.rows[y][x] for x, y in edge_cells(neighbour, OPPOSITE[direction])
-            ]
+            theirs = [neighbour.rows[y][x] for x, y in edge_cells(neighbour, OPPOSITE[direction])]
             if [is_open(c) for c in cells] != [is_open(c) for c in theirs]:
-                raise SystemExit(f"room {room.name}: {direction} opening differs from {neighbour_name}")
+                raise SystemExit(
+                    f"room {room.name}: {direction} opening differs from {neighbour_name}"
+                )
         for kind, x, y in room.spawns:
             if room.rows[y][x] in SOLID:
                 raise SystemExit(f"room {room.name}: {kind} spawns in a solid cell ({x},{y})")
@@ -303,7 +405,9 @@ def render(rooms: list[Room]) -> tuple[str, str]:
         "#define NO_EXIT 0xFF",
     ]
     header += [f"#define ROOM_{room.name.upper()} {i}" for i, room in enumerate(rooms)]
-    header += [f"#define ENTITY_{name.upper()} 0x{value:02X}" for name, value in ENTITY_TYPES.items()]
+    header += [
+        f"#define ENTITY_{name.upper()} 0x{value:02X}" for name, value in ENTITY_TYPES.items()
+    ]
     header += [f"#define {name} {i}" for i, name in enumerate(DIALOGS)]
     header += [
         "extern const unsigned char room_id[N_ROOMS];",
@@ -318,10 +422,16 @@ def render(rooms: list[Room]) -> tuple[str, str]:
         "extern const char * const dialog_text[N_DIALOGS];",
         "#endif",
     ]
-    body = ['/* Generated by tools/rooms.py - do not edit. */', '#include "rooms.h"']
-    body.append(f"const unsigned char room_id[N_ROOMS] = {{{c_array([r.room_id for r in rooms])}}};")
-    body.append(f"const unsigned char room_indoor[N_ROOMS] = {{{c_array([r.indoor for r in rooms])}}};")
-    body.append(f"const unsigned char room_map[N_ROOMS] = {{{c_array([r.map_id for r in rooms])}}};")
+    body = ["/* Generated by tools/rooms.py - do not edit. */", '#include "rooms.h"']
+    body.append(
+        f"const unsigned char room_id[N_ROOMS] = {{{c_array([r.room_id for r in rooms])}}};"
+    )
+    body.append(
+        f"const unsigned char room_indoor[N_ROOMS] = {{{c_array([r.indoor for r in rooms])}}};"
+    )
+    body.append(
+        f"const unsigned char room_map[N_ROOMS] = {{{c_array([r.map_id for r in rooms])}}};"
+    )
     exits = []
     for room in rooms:
         targets = [index.get(room.exits.get(d, ""), 0xFF) for d in DIRECTIONS]
@@ -334,18 +444,32 @@ def render(rooms: list[Room]) -> tuple[str, str]:
     body += ["const unsigned char room_tiles[N_ROOMS][80] = {", *tiles, "};"]
     for i, room in enumerate(rooms):
         spawns = list(room.spawns)
-        spawns += [("block", x, y) for y, row in enumerate(room.rows) for x, c in enumerate(row) if c == "B"]
+        spawns += [
+            ("block", x, y)
+            for y, row in enumerate(room.rows)
+            for x, c in enumerate(row)
+            if c == "B"
+        ]
         values = [v for kind, x, y in spawns for v in (ENTITY_TYPES[kind], x, y)] + [0]
         body.append(f"static const unsigned char spawns_{i}[] = {{{c_array(values)}}};")
     names = ", ".join(f"spawns_{i}" for i in range(len(rooms)))
     body.append(f"const unsigned char * const room_spawns[N_ROOMS] = {{{names}}};")
     warp_rows = []
     for (src, sx, sy), (dst, dx, dy, facing) in WARPS:
-        values = [index[src], sy * 16 + sx, index[dst], dx * 16 + 8, dy * 16 + 8, DIRECTIONS.index(facing)]
+        values = [
+            index[src],
+            sy * 16 + sx,
+            index[dst],
+            dx * 16 + 8,
+            dy * 16 + 8,
+            DIRECTIONS.index(facing),
+        ]
         warp_rows.append(f"    {{{c_array(values)}}},")
     body += ["const unsigned char warps[N_WARPS][6] = {", *warp_rows, "};"]
     pages = {name: paginate(text) for name, (text, _) in DIALOGS.items()}
-    body.append(f"const unsigned char dialog_pages[N_DIALOGS] = {{{c_array([len(p) for p in pages.values()])}}};")
+    body.append(
+        f"const unsigned char dialog_pages[N_DIALOGS] = {{{c_array([len(p) for p in pages.values()])}}};"
+    )
     choices = [int(choice) for _, choice in DIALOGS.values()]
     body.append(f"const unsigned char dialog_choice[N_DIALOGS] = {{{c_array(choices)}}};")
     for name, page_list in pages.items():

@@ -59,7 +59,9 @@ class GameBoy:
 
     def __init__(self, *, rom: str | Path | None = None) -> None:
         self.rom: RomInfo = read_rom(rom if rom is not None else bundled_cartridge())
-        self._pyboy = PyBoy(str(self.rom.path), window="null", sound_emulated=False, log_level="ERROR")
+        self._pyboy = PyBoy(
+            str(self.rom.path), window="null", sound_emulated=False, log_level="ERROR"
+        )
         logging.getLogger("pyboy").setLevel(logging.ERROR)
         self._pyboy.set_emulation_speed(0)
         self.memory = self._pyboy.memory

@@ -97,8 +97,12 @@ ADDRESS_DOCS: tuple[AddressDoc, ...] = (
     AddressDoc(RamAddress.LINK_ROOM_POSITION, 1, "Link's tile in the room, (y << 4) | x"),
     AddressDoc(RamAddress.LINK_MOTION_STATE, 1, "0 normal, 3/4 map fade, 6 falling, 7 pass out"),
     AddressDoc(RamAddress.ROOM_TRANSITION_STATE, 1, "0 none, 1-5 transition in progress"),
-    AddressDoc(RamAddress.DIALOG_STATE, 1, "0 closed, 1-5 opening, 6-8 printing, 9 wait for A, "
-               "0C end, 0D choice, 0E-0F closing; bit 7 = box at bottom"),
+    AddressDoc(
+        RamAddress.DIALOG_STATE,
+        1,
+        "0 closed, 1-5 opening, 6-8 printing, 9 wait for A, "
+        "0C end, 0D choice, 0E-0F closing; bit 7 = box at bottom",
+    ),
     AddressDoc(RamAddress.DIALOG_ASK_SELECTION, 1, "selected choice (0 = first)"),
     AddressDoc(RamAddress.INVENTORY, 12, "B slot, A slot, subscreen slots; 1 sword, 2 bombs, ..."),
     AddressDoc(RamAddress.HEALTH, 1, "health, 8 per heart"),
@@ -242,7 +246,10 @@ class RamReader:
     def visited_rooms(self) -> set[tuple[int, int]]:
         """(indoor, room) for every room whose status has the visited bit."""
         visited = set()
-        for indoor, table in ((0, RamAddress.OVERWORLD_ROOM_STATUS), (1, RamAddress.INDOOR_ROOM_STATUS)):
+        for indoor, table in (
+            (0, RamAddress.OVERWORLD_ROOM_STATUS),
+            (1, RamAddress.INDOOR_ROOM_STATUS),
+        ):
             for room, flags in enumerate(self.bytes(table, 256)):
                 if flags & RoomFlag.VISITED:
                     visited.add((indoor, room))

@@ -28,13 +28,26 @@ from koholint.walkthrough import Walkthrough
 
 # Cartridge metatile ids (cartridge/tools/gfx.py) that Link can stand on.
 FLOOR, PLATE, KEY, RUPEE, HEART, STAIRS_DOWN, STAIRS_UP, INSTRUMENT, DUNGEON_FLOOR = (
-    0, 6, 10, 11, 12, 13, 14, 15, 16,
+    0,
+    6,
+    10,
+    11,
+    12,
+    13,
+    14,
+    15,
+    16,
 )
 WALKABLE = frozenset({FLOOR, PLATE, KEY, RUPEE, HEART, DUNGEON_FLOOR})
 WALK_ON_TRIGGERS = frozenset({STAIRS_DOWN, STAIRS_UP, INSTRUMENT})
 BLOCK, BLOCK_ON_PLATE, GATE, LOCKED = 5, 7, 8, 9
 
-DIRECTION_BUTTON = {"right": Button.RIGHT, "left": Button.LEFT, "up": Button.UP, "down": Button.DOWN}
+DIRECTION_BUTTON = {
+    "right": Button.RIGHT,
+    "left": Button.LEFT,
+    "up": Button.UP,
+    "down": Button.DOWN,
+}
 DIRECTION_STEP = {"right": (1, 0), "left": (-1, 0), "up": (0, -1), "down": (0, 1)}
 FACING_CODE = {"right": 0, "left": 1, "up": 2, "down": 3}
 
@@ -113,7 +126,8 @@ class Route:
         return [
             (slot, x, y)
             for slot, kind, x, y in self.ram.active_entities()
-            if kind in ENEMY_TYPES and self.byte(RamAddress.ENTITIES_STATUS + slot) == EntityStatus.ACTIVE
+            if kind in ENEMY_TYPES
+            and self.byte(RamAddress.ENTITIES_STATUS + slot) == EntityStatus.ACTIVE
         ]
 
     def wait_until(self, condition: Callable[[], bool], limit: int, what: str) -> None:
@@ -124,7 +138,9 @@ class Route:
         raise RouteError(f"timed out after {limit} frames waiting for {what}")
 
     # -- moving -----------------------------------------------------------
-    def path(self, goal: tuple[int, int], allow: frozenset[int] = frozenset()) -> list[tuple[int, int]]:
+    def path(
+        self, goal: tuple[int, int], allow: frozenset[int] = frozenset()
+    ) -> list[tuple[int, int]]:
         tiles = self.ram.room_objects()
         start = self.link_tile()
         previous: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
@@ -153,20 +169,23 @@ class Route:
         buttons = Button.NONE
         if axis_first == "x" and y != target_y:
             buttons = Button.DOWN if target_y > y else Button.UP
-        elif axis_first == "y" and x != target_x:
-            buttons = Button.RIGHT if target_x > x else Button.LEFT
-        elif x != target_x:
+        elif axis_first == "y" and x != target_x or x != target_x:
             buttons = Button.RIGHT if target_x > x else Button.LEFT
         elif y != target_y:
             buttons = Button.DOWN if target_y > y else Button.UP
         self.press(buttons)
 
-    def walk_to(self, tile: tuple[int, int], limit: int = 1500, allow: frozenset[int] = frozenset()) -> None:
+    def walk_to(
+        self, tile: tuple[int, int], limit: int = 1500, allow: frozenset[int] = frozenset()
+    ) -> None:
         """Walk to the centre of `tile` in the current room."""
         room = self.ram.room_key()
         goal_x, goal_y = tile_center(tile[0]), tile_center(tile[1])
         for _ in range(limit):
-            if self.ram.room_key() != room or self.byte(RamAddress.GAMEPLAY_TYPE) != GameplayType.WORLD:
+            if (
+                self.ram.room_key() != room
+                or self.byte(RamAddress.GAMEPLAY_TYPE) != GameplayType.WORLD
+            ):
                 return
             if self.busy():
                 self.wait()
@@ -309,7 +328,10 @@ class Route:
             goal = (ex - 16 if ex > x else ex + 16, ey)
         else:
             goal = (ex, ey - 16 if ey > y else ey + 16)
-        goal_tile = (min(max(goal[0] // 16, 0), ROOM_WIDTH - 1), min(max(goal[1] // 16, 0), ROOM_HEIGHT - 1))
+        goal_tile = (
+            min(max(goal[0] // 16, 0), ROOM_WIDTH - 1),
+            min(max(goal[1] // 16, 0), ROOM_HEIGHT - 1),
+        )
         tiles = self.ram.room_objects()
         if tiles[goal_tile[1]][goal_tile[0]] not in WALKABLE:
             goal_tile = (ex // 16, ey // 16)
@@ -332,7 +354,9 @@ def play_route(route: Route) -> None:
     route.wait(100)
     route.mark("title")
     route.tap(Button.START)
-    route.wait_until(lambda: ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.WORLD, 60, "the world")
+    route.wait_until(
+        lambda: ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.WORLD, 60, "the world"
+    )
     route.wait(4)
     route.mark("start_of_play")
     # Village: the elder's multi-page dialog.
@@ -375,7 +399,9 @@ def play_route(route: Route) -> None:
     route.mark("puzzle_solved")
     route.leave("right")
     route.walk_to((5, 3), allow=frozenset({STAIRS_DOWN}))
-    route.wait_until(lambda: ram.byte(RamAddress.IS_INDOOR) == 1 and not route.busy(), 120, "the dungeon")
+    route.wait_until(
+        lambda: ram.byte(RamAddress.IS_INDOOR) == 1 and not route.busy(), 120, "the dungeon"
+    )
     route.mark("dungeon_entrance")
     route.leave("up")
     route.fight()
@@ -391,7 +417,9 @@ def play_route(route: Route) -> None:
     route.leave("up")
     route.mark("last_room")
     route.walk_to((5, 2), allow=frozenset({INSTRUMENT}))
-    route.wait_until(lambda: ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.CREDITS, 60, "the credits")
+    route.wait_until(
+        lambda: ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.CREDITS, 60, "the credits"
+    )
     route.wait(30)
     route.mark("won")
 

@@ -43,19 +43,27 @@ class SaveState:
 
 def pack_state(rom_sha256: str, payload: bytes, *, held_buttons: int = 0) -> bytes:
     compressed = zlib.compress(payload, 1)  # PyBoy states are mostly zeros: ~20x smaller, fast
-    header = _HEADER.pack(MAGIC, FORMAT_VERSION, bytes.fromhex(rom_sha256), held_buttons, len(compressed))
+    header = _HEADER.pack(
+        MAGIC, FORMAT_VERSION, bytes.fromhex(rom_sha256), held_buttons, len(compressed)
+    )
     return header + compressed
 
 
 def unpack_state(blob: bytes, *, expected_rom_sha256: str | None = None) -> SaveState:
     """Parse a state; refuse corrupt bytes and, when given, a state from another ROM."""
     if len(blob) > MAX_STATE_BYTES:
-        raise SaveStateError(f"save state of {len(blob)} bytes exceeds the {MAX_STATE_BYTES}-byte limit")
+        raise SaveStateError(
+            f"save state of {len(blob)} bytes exceeds the {MAX_STATE_BYTES}-byte limit"
+        )
     if len(blob) < _HEADER.size or blob[: len(MAGIC)] != MAGIC:
-        raise SaveStateError("not a Koholint save state (bad magic); make states with GameBoy.save_state()")
+        raise SaveStateError(
+            "not a Koholint save state (bad magic); make states with GameBoy.save_state()"
+        )
     magic, version, rom_hash, held, length = _HEADER.unpack_from(blob)
     if version != FORMAT_VERSION:
-        raise SaveStateError(f"save state format {version} is not supported (expected {FORMAT_VERSION})")
+        raise SaveStateError(
+            f"save state format {version} is not supported (expected {FORMAT_VERSION})"
+        )
     compressed = blob[_HEADER.size :]
     if len(compressed) != length:
         raise SaveStateError(

@@ -29,7 +29,9 @@ def states_dir() -> Path:
 
 def state_path(name: str) -> Path:
     if name not in STATE_NAMES:
-        raise UnknownStateError(f"unknown save state {name!r}; choose one of {', '.join(STATE_NAMES)}")
+        raise UnknownStateError(
+            f"unknown save state {name!r}; choose one of {', '.join(STATE_NAMES)}"
+        )
     return states_dir() / f"{name}.state"
 
 

@@ -76,7 +76,9 @@ class Walkthrough:
                 raise
             raise WalkthroughError(f"malformed walkthrough: {error}") from error
         if walkthrough.frames > MAX_WALKTHROUGH_FRAMES:
-            raise WalkthroughError(f"walkthrough of {walkthrough.frames} frames exceeds {MAX_WALKTHROUGH_FRAMES}")
+            raise WalkthroughError(
+                f"walkthrough of {walkthrough.frames} frames exceeds {MAX_WALKTHROUGH_FRAMES}"
+            )
         return walkthrough
 
 
@@ -107,7 +109,9 @@ class WalkthroughPlayer:
         inputs = self.walkthrough.inputs
         while self.gameboy.frame < frame:
             if self._run_index >= len(inputs):
-                raise WalkthroughError(f"walkthrough ends at frame {self.gameboy.frame}, before {frame}")
+                raise WalkthroughError(
+                    f"walkthrough ends at frame {self.gameboy.frame}, before {frame}"
+                )
             buttons, count = inputs[self._run_index]
             take = min(count - self._run_used, frame - self.gameboy.frame)
             self.gameboy.hold(buttons)

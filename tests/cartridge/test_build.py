@@ -16,7 +16,9 @@ BUILD = REPO / "cartridge" / "tools" / "build.py"
 
 
 def load_tool(name: str):
-    spec = importlib.util.spec_from_file_location(f"cartridge_tools_{name}", REPO / "cartridge" / "tools" / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(
+        f"cartridge_tools_{name}", REPO / "cartridge" / "tools" / f"{name}.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[f"cartridge_tools_{name}"] = module  # dataclasses look their module up
     spec.loader.exec_module(module)
@@ -24,10 +26,14 @@ def load_tool(name: str):
 
 
 @pytest.mark.needs_sdcc
-@pytest.mark.skipif(shutil.which("sdcc") is None, reason="sdcc not installed (apt-get install sdcc)")
+@pytest.mark.skipif(
+    shutil.which("sdcc") is None, reason="sdcc not installed (apt-get install sdcc)"
+)
 def test_fresh_build_equals_the_committed_rom(tmp_path: Path):
     out = tmp_path / "cartridge.gb"
-    result = subprocess.run([sys.executable, str(BUILD), "--out", str(out)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(BUILD), "--out", str(out)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert out.read_bytes() == (REPO / "libs" / "koholint" / "data" / "cartridge.gb").read_bytes()
 
@@ -44,9 +50,12 @@ def test_generated_sources_are_up_to_date(tmp_path: Path):
 
 def test_missing_sdcc_says_how_to_install_it():
     env = {**os.environ, "PATH": "/nonexistent"}
-    result = subprocess.run([sys.executable, str(BUILD), "--out", "/dev/null"], capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [sys.executable, str(BUILD), "--out", "/dev/null"], capture_output=True, text=True, env=env
+    )
     assert result.returncode != 0
-    assert "sdcc" in result.stderr and "apt-get install sdcc" in result.stderr
+    assert "sdcc" in result.stderr
+    assert "apt-get install sdcc" in result.stderr
 
 
 def test_world_validator_rejects_a_one_sided_exit():
@@ -54,7 +63,10 @@ def test_world_validator_rejects_a_one_sided_exit():
     world = {room.name: room for room in rooms.ROOMS}
     broken = world["village"]
     broken.exits = {k: v for k, v in broken.exits.items() if k != "west"}
-    with pytest.raises(SystemExit, match="(village: west edge open with no exit|sword_glade: exit east is not mirrored)"):
+    with pytest.raises(
+        SystemExit,
+        match="(village: west edge open with no exit|sword_glade: exit east is not mirrored)",
+    ):
         rooms.validate(world)
 
 

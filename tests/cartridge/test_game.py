@@ -38,7 +38,7 @@ def hold_for(gameboy: GameBoy, buttons: int, frames: int) -> list[tuple[int, int
 
 def test_link_walks_at_one_pixel_per_frame(gameboy):
     positions = hold_for(gameboy, Button.RIGHT, 40)
-    steps = {b[0] - a[0] for a, b in zip(positions, positions[1:])}
+    steps = {b[0] - a[0] for a, b in zip(positions, positions[1:], strict=False)}
     assert steps == {1}
     assert all(y == positions[0][1] for _, y in positions)
 
@@ -71,7 +71,9 @@ def enemies_after_entering_crossroads(seed: int) -> list[tuple[int, int, int]]:
         emulator.memory[CARTRIDGE_SEED_ADDRESS] = seed
         Route(emulator).leave("up")
         emulator.tick(30)
-        return [(kind, x, y) for _, kind, x, y in emulator.ram.active_entities() if kind in ENEMY_TYPES]
+        return [
+            (kind, x, y) for _, kind, x, y in emulator.ram.active_entities() if kind in ENEMY_TYPES
+        ]
 
 
 def test_seed_byte_varies_enemies_deterministically():
@@ -85,7 +87,9 @@ def test_seed_byte_varies_enemies_deterministically():
 
 def test_every_documented_address_is_written(walkthrough_trace):
     """Each address changes during the walkthrough, or the game overwrites a sentinel put there."""
-    unchanged = [doc.address for doc in ADDRESS_DOCS if doc.address not in walkthrough_trace.changed]
+    unchanged = [
+        doc.address for doc in ADDRESS_DOCS if doc.address not in walkthrough_trace.changed
+    ]
     walkthrough = walkthrough_trace.walkthrough
     overwritten = set()
     for address in unchanged:

@@ -46,7 +46,9 @@ def test_state_from_another_rom_is_refused_and_the_emulator_untouched(tmp_path: 
         foreign = other.save_state()
         gameboy.tick(30)
         before = gameboy.save_state()
-        with pytest.raises(SaveStateRomMismatchError, match="load it with the ROM it was made from"):
+        with pytest.raises(
+            SaveStateRomMismatchError, match="load it with the ROM it was made from"
+        ):
             gameboy.load_state(foreign)
         assert gameboy.save_state() == before
 

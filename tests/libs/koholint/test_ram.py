@@ -28,7 +28,9 @@ def test_rupees_read_as_bcd():
 
 def test_room_key_distinguishes_indoor_maps():
     outdoors = FakeMemory({RamAddress.MAP_ROOM: 0x10, RamAddress.MAP_ID: 0x07})
-    indoors = FakeMemory({RamAddress.MAP_ROOM: 0x10, RamAddress.MAP_ID: 0x07, RamAddress.IS_INDOOR: 1})
+    indoors = FakeMemory(
+        {RamAddress.MAP_ROOM: 0x10, RamAddress.MAP_ID: 0x07, RamAddress.IS_INDOOR: 1}
+    )
     assert RamReader(outdoors).room_key() == (0, 0, 0x10)
     assert RamReader(indoors).room_key() == (1, 0x07, 0x10)
 

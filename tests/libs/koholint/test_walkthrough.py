@@ -46,11 +46,19 @@ def test_npc_dialog_opens_pages_and_closes(marks, walkthrough_trace):
     assert marks["before_npc"].ram[RamAddress.DIALOG_STATE] == 0
     assert EntityType.ELDER in {kind for _, kind, _, _ in marks["before_npc"].entities}
     opened = marks["npc_dialog_open"].ram[RamAddress.DIALOG_STATE]
-    assert opened & DIALOG_BOX_AT_BOTTOM and opened & 0x7F
+    assert opened & DIALOG_BOX_AT_BOTTOM
+    assert opened & 0x7F
     assert marks["npc_dialog_closed"].ram[RamAddress.DIALOG_STATE] == 0
-    start, end = (walkthrough_trace.walkthrough.mark_frame(n) for n in ("npc_dialog_open", "npc_dialog_closed"))
+    start, end = (
+        walkthrough_trace.walkthrough.mark_frame(n)
+        for n in ("npc_dialog_open", "npc_dialog_closed")
+    )
     states = walkthrough_trace.per_frame[RamAddress.DIALOG_STATE][start:end]
-    waits = sum(1 for a, b in zip(states, states[1:]) if b & 0x7F == DialogState.WAIT_FOR_A and a != b)
+    waits = sum(
+        1
+        for a, b in zip(states, states[1:], strict=False)
+        if b & 0x7F == DialogState.WAIT_FOR_A and a != b
+    )
     assert waits >= 3  # a multi-page dialog waits for A between pages
 
 
@@ -83,12 +91,16 @@ def test_block_on_plate_opens_the_gate(marks):
     before = marks["before_puzzle"]
     assert before.room_key == (0, 0, 0x01)
     assert before.room_objects[2][3] == BLOCK
-    assert before.room_objects[3][9] == GATE and before.room_objects[4][9] == GATE
+    assert before.room_objects[3][9] == GATE
+    assert before.room_objects[4][9] == GATE
     solved = marks["puzzle_solved"]
     assert solved.room_objects[5][5] == BLOCK_ON_PLATE
-    assert solved.room_objects[3][9] == FLOOR and solved.room_objects[4][9] == FLOOR
+    assert solved.room_objects[3][9] == FLOOR
+    assert solved.room_objects[4][9] == FLOOR
     assert solved.ram[RamAddress.ROOM_STATUS] & RoomFlag.PUZZLE_SOLVED
-    assert (EntityType.BLOCK, 5 * 16 + 8, 5 * 16 + 8) in {(k, x, y) for _, k, x, y in solved.entities}
+    assert (EntityType.BLOCK, 5 * 16 + 8, 5 * 16 + 8) in {
+        (k, x, y) for _, k, x, y in solved.entities
+    }
 
 
 def test_dungeon_key_and_locked_door(marks):
@@ -99,7 +111,8 @@ def test_dungeon_key_and_locked_door(marks):
     assert key.ram[RamAddress.DUNGEON_SMALL_KEYS] == 1
     door = marks["door_unlocked"]
     assert door.ram[RamAddress.DUNGEON_SMALL_KEYS] == 0
-    assert door.room_objects[0][4] == DUNGEON_FLOOR and door.room_objects[0][5] == DUNGEON_FLOOR
+    assert door.room_objects[0][4] == DUNGEON_FLOOR
+    assert door.room_objects[0][5] == DUNGEON_FLOOR
     assert door.ram[RamAddress.ROOM_STATUS] & RoomFlag.DOOR_OPEN
 
 
