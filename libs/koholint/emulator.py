@@ -41,16 +41,16 @@ class Button(IntFlag):
     START = 0x80
 
 
-_PYBOY_NAMES = {
-    Button.RIGHT: "right",
-    Button.LEFT: "left",
-    Button.UP: "up",
-    Button.DOWN: "down",
-    Button.A: "a",
-    Button.B: "b",
-    Button.SELECT: "select",
-    Button.START: "start",
-}
+_PYBOY_NAMES = (
+    (int(Button.RIGHT), "right"),
+    (int(Button.LEFT), "left"),
+    (int(Button.UP), "up"),
+    (int(Button.DOWN), "down"),
+    (int(Button.A), "a"),
+    (int(Button.B), "b"),
+    (int(Button.SELECT), "select"),
+    (int(Button.START), "start"),
+)
 MAX_FRAMES_PER_TICK = 60 * 60 * 10
 
 
@@ -71,17 +71,19 @@ class GameBoy:
 
     def hold(self, buttons: int) -> None:
         """Hold exactly `buttons` (a Button mask) from the next frame on."""
-        self._press(Button(buttons & 0xFF), changed_only=True)
+        if buttons != self.held:
+            self._press(int(buttons) & 0xFF, changed_only=True)
 
-    def _press(self, wanted: Button, *, changed_only: bool) -> None:
-        for bit, name in _PYBOY_NAMES.items():
-            if changed_only and bool(wanted & bit) == bool(self.held & bit):
+    def _press(self, wanted: int, *, changed_only: bool) -> None:
+        held = int(self.held)
+        for bit, name in _PYBOY_NAMES:
+            if changed_only and (wanted & bit) == (held & bit):
                 continue
             if wanted & bit:
                 self._pyboy.button_press(name)
             else:
                 self._pyboy.button_release(name)
-        self.held = wanted
+        self.held = Button(wanted)
 
     def tick(self, frames: int = 1, *, render: bool = False) -> None:
         """Run `frames` frames with the held buttons; render only the last, and only if asked."""
@@ -109,7 +111,7 @@ class GameBoy:
         state = unpack_state(blob, expected_rom_sha256=self.rom.sha256)
         self._pyboy.load_state(io.BytesIO(state.payload))
         # PyBoy applies presses at the next tick, so its own state may lag: set every button.
-        self._press(Button(state.held_buttons), changed_only=False)
+        self._press(state.held_buttons, changed_only=False)
 
     def close(self) -> None:
         self._pyboy.stop(save=False)

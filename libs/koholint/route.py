@@ -9,10 +9,18 @@ replays blind from power-on. Regenerate with ``koholint cartridge record``.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable
 
 from koholint.emulator import Button, GameBoy
+from koholint.navigation import (
+    WALKABLE,
+    Metatile,
+    NoPathError,
+    edge_cells,
+    find_path,
+    steer,
+    tile_center,
+)
 from koholint.ram import (
     ENEMY_TYPES,
     ROOM_HEIGHT,
@@ -26,38 +34,17 @@ from koholint.ram import (
 from koholint.states import STATE_NAMES
 from koholint.walkthrough import Walkthrough
 
-# Cartridge metatile ids (cartridge/tools/gfx.py) that Link can stand on.
-FLOOR, PLATE, KEY, RUPEE, HEART, STAIRS_DOWN, STAIRS_UP, INSTRUMENT, DUNGEON_FLOOR = (
-    0,
-    6,
-    10,
-    11,
-    12,
-    13,
-    14,
-    15,
-    16,
-)
-WALKABLE = frozenset({FLOOR, PLATE, KEY, RUPEE, HEART, DUNGEON_FLOOR})
-WALK_ON_TRIGGERS = frozenset({STAIRS_DOWN, STAIRS_UP, INSTRUMENT})
-BLOCK, BLOCK_ON_PLATE, GATE, LOCKED = 5, 7, 8, 9
-
 DIRECTION_BUTTON = {
     "right": Button.RIGHT,
     "left": Button.LEFT,
     "up": Button.UP,
     "down": Button.DOWN,
 }
-DIRECTION_STEP = {"right": (1, 0), "left": (-1, 0), "up": (0, -1), "down": (0, 1)}
 FACING_CODE = {"right": 0, "left": 1, "up": 2, "down": 3}
 
 
 class RouteError(RuntimeError):
     """The controller could not make progress; the message says where."""
-
-
-def tile_center(tile: int) -> int:
-    return tile * 16 + 8
 
 
 class Route:
@@ -141,39 +128,14 @@ class Route:
     def path(
         self, goal: tuple[int, int], allow: frozenset[int] = frozenset()
     ) -> list[tuple[int, int]]:
-        tiles = self.ram.room_objects()
-        start = self.link_tile()
-        previous: dict[tuple[int, int], tuple[int, int] | None] = {start: None}
-        queue = deque([start])
-        while queue:
-            cell = queue.popleft()
-            if cell == goal:
-                break
-            for dx, dy in DIRECTION_STEP.values():
-                nx, ny = cell[0] + dx, cell[1] + dy
-                if not (0 <= nx < ROOM_WIDTH and 0 <= ny < ROOM_HEIGHT) or (nx, ny) in previous:
-                    continue
-                if tiles[ny][nx] in WALKABLE or tiles[ny][nx] in allow or (nx, ny) == goal:
-                    previous[(nx, ny)] = cell
-                    queue.append((nx, ny))
-        if goal not in previous:
-            raise RouteError(f"no path from {start} to {goal} in room {self.ram.room_key()}")
-        route = [goal]
-        while (step := previous[route[-1]]) is not None:
-            route.append(step)
-        return route[::-1]
+        try:
+            return find_path(self.ram.room_objects(), self.link_tile(), goal, allow)
+        except NoPathError as error:
+            raise RouteError(f"{error} in room {self.ram.room_key()}") from error
 
     def step_toward(self, target_x: int, target_y: int, axis_first: str) -> None:
         """One frame of movement: align the other axis first, then move along `axis_first`."""
-        x, y = self.link()
-        buttons = Button.NONE
-        if axis_first == "x" and y != target_y:
-            buttons = Button.DOWN if target_y > y else Button.UP
-        elif axis_first == "y" and x != target_x or x != target_x:
-            buttons = Button.RIGHT if target_x > x else Button.LEFT
-        elif y != target_y:
-            buttons = Button.DOWN if target_y > y else Button.UP
-        self.press(buttons)
+        self.press(steer(self.link(), (target_x, target_y), axis_first))
 
     def walk_to(
         self, tile: tuple[int, int], limit: int = 1500, allow: frozenset[int] = frozenset()
@@ -208,13 +170,7 @@ class Route:
     def leave(self, direction: str, limit: int = 600) -> None:
         """Walk through the room's opening on the `direction` edge into the next room."""
         room = self.ram.room_key()
-        tiles = self.ram.room_objects()
-        if direction in ("left", "right"):
-            column = 0 if direction == "left" else ROOM_WIDTH - 1
-            edge = [(column, row) for row in range(ROOM_HEIGHT) if tiles[row][column] in WALKABLE]
-        else:
-            row = 0 if direction == "up" else ROOM_HEIGHT - 1
-            edge = [(column, row) for column in range(ROOM_WIDTH) if tiles[row][column] in WALKABLE]
+        edge = edge_cells(self.ram.room_objects(), direction)
         if not edge:
             raise RouteError(f"room {room} has no opening on the {direction} edge")
         self.walk_to(edge[0])
@@ -398,7 +354,7 @@ def play_route(route: Route) -> None:
     route.push("down", 3)
     route.mark("puzzle_solved")
     route.leave("right")
-    route.walk_to((5, 3), allow=frozenset({STAIRS_DOWN}))
+    route.walk_to((5, 3), allow=frozenset({Metatile.STAIRS_DOWN}))
     route.wait_until(
         lambda: ram.byte(RamAddress.IS_INDOOR) == 1 and not route.busy(), 120, "the dungeon"
     )
@@ -410,13 +366,13 @@ def play_route(route: Route) -> None:
     route.leave("right")
     route.walk_to((4, 1))
     for _ in range(30):
-        if ram.room_objects()[0][4] != LOCKED:
+        if ram.room_objects()[0][4] != Metatile.LOCKED_DOOR:
             break
         route.press(Button.UP)
     route.mark("door_unlocked")
     route.leave("up")
     route.mark("last_room")
-    route.walk_to((5, 2), allow=frozenset({INSTRUMENT}))
+    route.walk_to((5, 2), allow=frozenset({Metatile.INSTRUMENT}))
     route.wait_until(
         lambda: ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.CREDITS, 60, "the credits"
     )

@@ -1,0 +1,152 @@
+"""Benchmark the Gymnasium environment against raw PyBoy ticking the same inputs.
+
+    .venv/bin/python benchmarks/bench_env.py [--steps 20000] [--envs 8]
+
+1. Speed, one core, frame skip 4, render off. A random policy (seed 0, actions held for
+   8 steps so Link really walks) plays the env for --steps steps from `start_of_play`; its
+   applied button masks are recorded, then replayed on a bare PyBoy from the same state with
+   nothing but ``button_press``/``button_release`` and ``tick(4, False)``. Same frames, same
+   emulated work: the ratio is the env's overhead. Reported with and without the structured
+   state in ``info``.
+2. Memory: RSS growth per extra env instance, for --envs envs in one process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import io
+import os
+import resource
+import time
+
+import numpy as np
+
+from koholint.emulator import GameBoy
+from koholint.env import ACTION_BUTTONS, ZeldaEnv
+from koholint.states import load_named_state
+from koholint.savestate import unpack_state
+
+NAMES = ("right", "left", "up", "down", "a", "b", "select", "start")
+
+
+def policy_actions(steps: int, seed: int = 0) -> list[int]:
+    rng = np.random.default_rng(seed)
+    return [int(a) for a in np.repeat(rng.integers(0, 9, size=steps // 8 + 1), 8)[:steps]]
+
+
+def run_env(actions: list[int], info_state: bool) -> tuple[float, list[list[tuple[int, int]]]]:
+    env = ZeldaEnv(info_state=info_state)
+    env.reset(seed=0)
+    started = time.perf_counter()
+    for action in actions:
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            env.reset()
+    elapsed = time.perf_counter() - started
+    env.close()
+    return elapsed, []
+
+
+def button_schedule(actions: list[int], frame_skip: int = 4) -> list[tuple[int, int, int]]:
+    """(mask pressed, frames, then-mask, frames) as the env applies each action."""
+    press = max(1, frame_skip // 2)
+    schedule = []
+    for action in actions:
+        mask = int(ACTION_BUTTONS[action])
+        if action <= 4:
+            schedule.append((mask, frame_skip, 0))
+        else:
+            schedule.append((mask, press, frame_skip - press))
+    return schedule
+
+
+def run_raw(actions: list[int]) -> float:
+    """Bare PyBoy: the same inputs, the same frames, no observation, no reward."""
+    state = unpack_state(load_named_state("start_of_play"))
+    gameboy = GameBoy()
+    pyboy = gameboy._pyboy
+    pyboy.load_state(io.BytesIO(state.payload))
+    held = state.held_buttons
+    schedule = button_schedule(actions)
+
+    def hold(mask: int) -> None:
+        nonlocal held
+        for bit, name in enumerate(NAMES):
+            flag = 1 << bit
+            if (mask ^ held) & flag:
+                (pyboy.button_press if mask & flag else pyboy.button_release)(name)
+        held = mask
+
+    started = time.perf_counter()
+    for mask, frames, rest in schedule:
+        hold(mask)
+        pyboy.tick(frames, False)
+        if rest:
+            hold(0)
+            pyboy.tick(rest, False)
+    elapsed = time.perf_counter() - started
+    gameboy.close()
+    return elapsed
+
+
+def rss_kib() -> int:
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+
+
+def memory_per_env(count: int) -> list[int]:
+    envs = []
+    readings = [rss_kib()]
+    for _ in range(count):
+        env = ZeldaEnv()
+        env.reset(seed=0)
+        for action in range(64):
+            env.step(action % 9)
+        envs.append(env)
+        gc.collect()
+        readings.append(rss_kib())
+    for env in envs:
+        env.close()
+    return readings
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--envs", type=int, default=8)
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    actions = policy_actions(args.steps)
+    frames = 4 * args.steps
+    raw = run_raw(actions)
+    with_state, _ = run_env(actions, info_state=True)
+    without_state, _ = run_env(actions, info_state=False)
+    raw_again = run_raw(actions)
+    raw = min(raw, raw_again)
+    print(f"speed: {args.steps} steps, frame skip 4, render off, one core")
+    print(f"{'run':<34}{'steps/s':>9}{'frames/s':>10}{'vs raw':>8}")
+    for name, elapsed in (
+        ("raw PyBoy, same inputs", raw),
+        ("env, info carries state", with_state),
+        ("env, info_state=False", without_state),
+    ):
+        print(
+            f"{name:<34}{args.steps / elapsed:>9.0f}{frames / elapsed:>10.0f}{raw / elapsed:>8.2f}"
+        )
+
+    readings = memory_per_env(args.envs)
+    growth = [(b - a) / 1024 for a, b in zip(readings, readings[1:], strict=False)]
+    print(f"\nmemory: {args.envs} envs in one process")
+    print(f"RSS before: {readings[0] / 1024:.0f} MiB, after: {readings[-1] / 1024:.0f} MiB")
+    print(
+        f"growth per env (MiB): first {growth[0]:.1f}, then mean {np.mean(growth[1:]):.1f}, max {max(growth[1:]):.1f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
