@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from koholint.emulator import GameBoy
-from koholint.play import play_random
+from koholint.play import run_episode
 from koholint.rom import HEADER_CHECKSUM, header_checksum
 from koholint.route import Route
 from koholint.states import load_named_state
@@ -84,7 +84,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--frames", type=int, default=60_000, help="frames per speed measurement")
     parser.add_argument("--seeds", type=int, default=5, help="random-policy seeds")
-    parser.add_argument("--random-frames", type=int, default=100_000)
+    parser.add_argument("--random-steps", type=int, default=25_000, help="4 frames per step")
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
@@ -106,16 +106,18 @@ def main() -> None:
     for name, fps in rows:
         print(f"{name:<32}{fps:>10.0f}{fps / trivial:>12.2f}")
 
-    print(f"\nrandom policy from start_of_play, {args.random_frames} frames per seed")
-    print(f"{'seed':>4}{'rooms':>7}{'kills':>7}{'deaths':>8}{'won':>5}{'frames/s':>10}")
+    print(
+        f"\nrandom policy in koholint/Zelda-v0 from start_of_play, {args.random_steps} steps "
+        f"x 4 frames per seed"
+    )
+    print(f"{'seed':>4}{'rooms':>7}{'cells':>7}{'kills':>7}{'deaths':>8}{'won':>5}{'steps/s':>9}")
     rooms = []
     for seed in range(args.seeds):
-        result = play_random(seed=seed, frames=args.random_frames)
-        progress = result.progress
-        rooms.append(progress.rooms_visited)
+        result = run_episode("random", seed=seed, max_steps=args.random_steps)
+        rooms.append(result.rooms)
         print(
-            f"{seed:>4}{progress.rooms_visited:>7}{progress.kills:>7}{progress.deaths:>8}"
-            f"{'yes' if progress.won else 'no':>5}{result.frames / result.seconds:>10.0f}"
+            f"{seed:>4}{result.rooms:>7}{result.cells:>7}{result.kills:>7}{result.deaths:>8}"
+            f"{'yes' if result.won else 'no':>5}{result.steps / result.seconds:>9.0f}"
         )
     print(
         f"rooms reached: mean {statistics.mean(rooms):.1f}, min {min(rooms)}, max {max(rooms)} (of 13)"

@@ -7,8 +7,17 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from koholint.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
+
+if TYPE_CHECKING:
+    from koholint.play import EpisodeResult
+
+POLICIES = ("noop", "random", "walkthrough", "explorer")
+MAX_EPISODES = 100
+MAX_STEPS = 10_000_000
+_ROW = "{:<12}{:<18}{:>5}{:>7}{:>7}{:>9}{:>8}{:>5}"
 
 
 def _rom_argument(value: str | None) -> Path | None:
@@ -16,46 +25,106 @@ def _rom_argument(value: str | None) -> Path | None:
     return Path(chosen) if chosen else None
 
 
+# -- play ---------------------------------------------------------------------
+def _starts(args: argparse.Namespace, rom: Path | None) -> list[str]:
+    from koholint.states import STATE_NAMES, UnknownStateError
+
+    if rom is not None:
+        return ["power_on"]  # named states belong to the cartridge
+    if args.start == "all":
+        return list(STATE_NAMES)
+    if args.start != "power_on" and args.start not in STATE_NAMES:
+        raise UnknownStateError(
+            f"unknown start {args.start!r}; choose power_on, all or one of {', '.join(STATE_NAMES)}"
+        )
+    return [args.start]
+
+
 def cmd_play(args: argparse.Namespace) -> int:
-    from koholint.play import play_random, play_walkthrough
+    from koholint.play import run_episode
 
     rom = _rom_argument(args.rom)
-    if rom is not None and "walkthrough" in args.policy:
+    policies = args.policy or ["walkthrough", "random"]
+    if rom is not None and "walkthrough" in policies:
         print(
-            "the walkthrough plays only the bundled cartridge; drop --policy walkthrough",
+            "koholint play: the walkthrough plays only the bundled cartridge; choose another --policy",
             file=sys.stderr,
         )
         return 2
+    starts = _starts(args, rom)
     results = []
-    for policy in args.policy:
-        if policy == "walkthrough":
-            results.append(play_walkthrough())
-        else:
-            start = None if rom is not None else args.start
+    print(_ROW.format("policy", "start", "seed", "rooms", "cells", "return", "steps", "won"))
+    for policy in policies:
+        for start in ["power_on"] if policy == "walkthrough" else starts:
             for seed in range(args.seed, args.seed + args.episodes):
-                results.append(
-                    play_random(seed=seed, frames=args.frames, rom=rom, start_state=start)
+                result = run_episode(
+                    policy,
+                    seed=seed,
+                    start=None if start == "power_on" else start,
+                    max_steps=args.max_steps,
+                    rom=str(rom) if rom else None,
+                    trajectory=Path(args.out) / f"{policy}-{start}-seed{seed}.jsonl",
                 )
-    print(
-        f"{'player':<12}{'seed':>5}{'frames':>9}{'rooms':>7}{'kills':>7}{'deaths':>8}"
-        f"{'rupees':>8}{'keys':>6}{'hearts':>8}{'sword':>7}{'won':>5}{'fps':>9}"
-    )
-    for result in results:
-        p = result.progress
-        fps = result.frames / result.seconds if result.seconds else 0.0
-        print(
-            f"{result.player:<12}{result.seed:>5}{result.frames:>9}{p.rooms_visited:>7}{p.kills:>7}"
-            f"{p.deaths:>8}{p.rupees:>8}{p.keys:>6}{p.max_hearts:>8}{'yes' if p.has_sword else 'no':>7}"
-            f"{'yes' if p.won else 'no':>5}{fps:>9.0f}"
-        )
+                results.append(result)
+                print(
+                    _ROW.format(
+                        policy,
+                        result.start,
+                        seed,
+                        result.rooms,
+                        result.cells,
+                        f"{result.episode_return:.2f}",
+                        result.steps,
+                        "yes" if result.won else "no",
+                    )  # fmt: skip
+                )
+    if len(results) > 1:
+        _print_summary(results)
+    print(f"trajectories in {args.out}/")
     return 0
+
+
+def _print_summary(results: list[EpisodeResult]) -> None:
+    groups: dict[tuple[str, str], list[EpisodeResult]] = {}
+    for result in results:
+        groups.setdefault((result.policy, result.start), []).append(result)
+    print("\nsummary (mean over seeds)")
+    print(_ROW.format("policy", "start", "eps", "rooms", "cells", "return", "steps", "wins"))
+    for (policy, start), group in groups.items():
+        count = len(group)
+        print(
+            _ROW.format(
+                policy,
+                start,
+                count,
+                f"{sum(r.rooms for r in group) / count:.1f}",
+                f"{sum(r.cells for r in group) / count:.0f}",
+                f"{sum(r.episode_return for r in group) / count:.2f}",
+                f"{sum(r.steps for r in group) / count:.0f}",
+                sum(r.won for r in group),
+            )  # fmt: skip
+        )
+
+
+# -- other commands -------------------------------------------------------------
+def cmd_replay(args: argparse.Namespace) -> int:
+    from koholint.trajectory import replay
+
+    result = replay(Path(args.file))
+    if result.ok:
+        print(f"replay OK: {result.steps} steps, RAM identical at every step")
+        return 0
+    print(
+        f"replay MISMATCH at step {result.first_mismatch}: RAM hash {result.actual} "
+        f"!= recorded {result.expected}"
+    )
+    return 1
 
 
 def cmd_rom_info(args: argparse.Namespace) -> int:
     from koholint.rom import bundled_cartridge
 
-    path = _rom_argument(args.path) or bundled_cartridge()
-    info = read_rom(path)
+    info = read_rom(_rom_argument(args.path) or bundled_cartridge())
     print(
         f"path      {info.path}\ntitle     {info.title}\nsha256    {info.sha256}\n"
         f"size      {info.size}\ntype      0x{info.cartridge_type:02X}\ncolor     {info.cgb}\n"
@@ -86,64 +155,97 @@ def cmd_cartridge_record(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="koholint", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
+def cmd_schemas_export(args: argparse.Namespace) -> int:
+    from koholint.state import game_state_schema_json, schema_path
 
+    path, text = schema_path(), game_state_schema_json()
+    if args.check:
+        if path.read_text() != text:
+            print(f"{path} is stale: run `koholint schemas export`", file=sys.stderr)
+            return 1
+        print(f"{path} is up to date")
+        return 0
+    path.write_text(text)
+    print(f"wrote {path}")
+    return 0
+
+
+# -- parser ---------------------------------------------------------------------
+def _add_play(commands: argparse._SubParsersAction) -> None:
     play = commands.add_parser(
-        "play", help="play with the walkthrough and a random agent; print what each reached"
+        "play", help="play episodes with baseline policies; print what each reached"
     )
+    play.add_argument("--policy", action="append", choices=POLICIES,
+                      help="who plays (repeatable; default: walkthrough and random)")  # fmt: skip
     play.add_argument(
-        "--policy",
-        action="append",
-        choices=("walkthrough", "random"),
-        help="who plays (repeatable; default: walkthrough and random)",
+        "--episodes", type=int, default=1, help="episodes per policy and start, one seed each"
     )
-    play.add_argument("--seed", type=int, default=0, help="first random seed (default 0)")
-    play.add_argument(
-        "--episodes", type=int, default=1, help="random episodes, one seed each (default 1)"
-    )
-    play.add_argument(
-        "--frames", type=int, default=100_000, help="frames per random episode (default 100000)"
-    )
-    play.add_argument(
-        "--start", default="start_of_play", help="save state the random agent starts from"
-    )
+    play.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
+    play.add_argument("--start", default="start_of_play",
+                      help="a named save state, 'power_on', or 'all' for every named state")  # fmt: skip
+    play.add_argument("--max-steps", type=int, default=25_000,
+                      help="steps per episode (default 25000 = 100000 frames at frame skip 4)")  # fmt: skip
+    play.add_argument("--out", default="runs/play", help="folder for the JSONL trajectories")
     play.add_argument(
         "--rom", help=f"a Game Boy ROM instead of the cartridge (or set {ROM_ENV_VARIABLE})"
     )
     play.set_defaults(handler=cmd_play)
 
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="koholint", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+    _add_play(commands)
+
+    replay = commands.add_parser(
+        "replay", help="re-run a trajectory and check the RAM at every step"
+    )
+    replay.add_argument("file", help="a JSONL trajectory written by koholint play")
+    replay.set_defaults(handler=cmd_replay)
+
     rom = commands.add_parser("rom", help="ROM files")
-    rom_commands = rom.add_subparsers(dest="rom_command", required=True)
-    info = rom_commands.add_parser("info", help="check a ROM's header and print its identity")
+    info = rom.add_subparsers(dest="rom_command", required=True).add_parser(
+        "info", help="check a ROM's header and print its identity"
+    )
     info.add_argument(
         "path", nargs="?", help=f"ROM path (default: ${ROM_ENV_VARIABLE} or the cartridge)"
     )
     info.set_defaults(handler=cmd_rom_info)
 
     cartridge = commands.add_parser("cartridge", help="the open test cartridge")
-    cartridge_commands = cartridge.add_subparsers(dest="cartridge_command", required=True)
-    rec = cartridge_commands.add_parser(
+    record = cartridge.add_subparsers(dest="cartridge_command", required=True).add_parser(
         "record", help="re-record the walkthrough and the named save states"
     )
-    rec.add_argument("--out", help="write into this folder instead of the package data")
-    rec.set_defaults(handler=cmd_cartridge_record)
+    record.add_argument("--out", help="write into this folder instead of the package data")
+    record.set_defaults(handler=cmd_cartridge_record)
+
+    schemas = commands.add_parser("schemas", help="JSON Schemas of the wire contracts")
+    export = schemas.add_subparsers(dest="schemas_command", required=True).add_parser(
+        "export", help="write the GameState JSON Schema into the package"
+    )
+    export.add_argument(
+        "--check", action="store_true", help="fail if the checked-in schema is stale"
+    )
+    export.set_defaults(handler=cmd_schemas_export)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from koholint.states import UnknownStateError
+    from koholint.trajectory import TrajectoryError
+
     args = build_parser().parse_args(argv)
-    if getattr(args, "policy", None) is None and args.command == "play":
-        args.policy = ["walkthrough", "random"]
     if args.command == "play" and not (
-        1 <= args.episodes <= 100 and 1 <= args.frames <= 10_000_000
+        1 <= args.episodes <= MAX_EPISODES and 1 <= args.max_steps <= MAX_STEPS
     ):
-        print("--episodes must be 1..100 and --frames 1..10000000", file=sys.stderr)
+        print(
+            f"koholint play: --episodes must be 1..{MAX_EPISODES} and --max-steps 1..{MAX_STEPS}",
+            file=sys.stderr,
+        )
         return 2
     try:
         return int(args.handler(args))
-    except InvalidRomError as error:
+    except (InvalidRomError, UnknownStateError, TrajectoryError) as error:
         print(f"koholint: {error}", file=sys.stderr)
         return 2
 

@@ -26,7 +26,7 @@ NPC_TYPES = frozenset({EntityType.ELDER, EntityType.SHOPKEEPER})
 
 
 class Slot(NamedTuple):
-    index: int
+    position: int
     name: str
     source: str
     normalisation: str
@@ -106,7 +106,7 @@ SLOTS: tuple[Slot, ...] = tuple(
         for k, (name, source, norm) in enumerate(_ENTITY_SLOT_DOCS)
     ]
 )
-SLOT_INDEX = {slot.name: slot.index for slot in SLOTS}
+SLOT_INDEX = {slot.name: slot.position for slot in SLOTS}
 if len(_SCALAR_SLOTS) != ENTITY_BASE or len(SLOTS) != OBSERVATION_SIZE:
     raise RuntimeError("the observation layout must fill exactly 128 slots")
 

@@ -20,7 +20,6 @@ from typing import Any, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from koholint import ENV_ID
 from koholint.emulator import Button, GameBoy
 from koholint.encoding import OBSERVATION_SIZE, encode
 from koholint.ram import CARTRIDGE_SEED_ADDRESS, GameplayType, MotionState
@@ -247,8 +246,11 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self._last_action = Action.NOOP
         self._latched = Action.NOOP
         self._latch_left = 0
-        self._rooms = {raw.room_key}
-        self._cells = {self._cell(raw)}
+        self._rooms: set[tuple[int, int, int]] = set()
+        self._cells: set[tuple[tuple[int, int, int], int, int]] = set()
+        if raw.gameplay_type == GameplayType.WORLD:
+            self._rooms.add(raw.room_key)
+            self._cells.add(self._cell(raw))
         self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
         self._raw = raw
         return encode(raw), self._info(raw, dict.fromkeys(REWARD_COMPONENTS, 0.0), Action.NOOP)
@@ -340,15 +342,15 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
     def _reward_components(self, before: RawState, after: RawState) -> dict[str, float]:
         room_key = after.room_key
-        new_room = 0.0
-        if room_key != before.room_key:
+        in_world = after.gameplay_type == _WORLD
+        if room_key != before.room_key or before.gameplay_type != after.gameplay_type:
             self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
-            if room_key not in self._rooms:
-                self._rooms.add(room_key)
-                new_room = 1.0
+        new_room = coverage = 0.0
+        if in_world and room_key not in self._rooms:
+            self._rooms.add(room_key)
+            new_room = 1.0 if before.gameplay_type == _WORLD else 0.0  # entering play is no room
         cell = self._cell(after)
-        coverage = 0.0
-        if cell not in self._cells:
+        if in_world and cell not in self._cells:
             self._cells.add(cell)
             coverage = 1.0
         items = _items_held(after) - _items_held(before)
@@ -385,6 +387,9 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
     def close(self) -> None:
         self.gameboy.close()
+
+
+_WORLD = int(GameplayType.WORLD)
 
 
 def _items_held(raw: RawState) -> int:

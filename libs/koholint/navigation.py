@@ -95,32 +95,40 @@ def find_path(
     return path[::-1]
 
 
-def steer(position: Cell, target: Cell, axis: str) -> Button:
-    """The d-pad button for one frame toward `target`: first align the axis other than `axis`."""
+def steer(position: Cell, target: Cell, axis: str, tolerance: int = 0) -> Button:
+    """The d-pad button toward `target`: first align the axis other than `axis`.
+
+    `tolerance` is how far from the target counts as there; with several frames per step,
+    use half the pixels a step moves, or Link overshoots back and forth."""
     x, y = position
     tx, ty = target
-    if axis == "x" and y != ty:
+    off_x, off_y = abs(tx - x) > tolerance, abs(ty - y) > tolerance
+    if axis == "x" and off_y:
         return Button.DOWN if ty > y else Button.UP
-    if axis == "y" and x != tx:
+    if axis == "y" and off_x:
         return Button.RIGHT if tx > x else Button.LEFT
-    if x != tx:
+    if off_x:
         return Button.RIGHT if tx > x else Button.LEFT
-    if y != ty:
+    if off_y:
         return Button.DOWN if ty > y else Button.UP
     return Button.NONE
 
 
 def next_step(
-    tiles: Sequence[Sequence[int]], position: Cell, goal: Cell, allow: frozenset[int] = frozenset()
+    tiles: Sequence[Sequence[int]],
+    position: Cell,
+    goal: Cell,
+    allow: frozenset[int] = frozenset(),
+    tolerance: int = 0,
 ) -> Button:
-    """One frame along the shortest path from pixel `position` to the centre of cell `goal`."""
+    """The d-pad button along the shortest path from pixel `position` to the centre of `goal`."""
     here = (position[0] // 16, position[1] // 16)
     path = find_path(tiles, here, goal, allow)
     if len(path) == 1:
-        return steer(position, (tile_center(goal[0]), tile_center(goal[1])), "x")
+        return steer(position, (tile_center(goal[0]), tile_center(goal[1])), "x", tolerance)
     nxt = path[1]
     axis = "x" if nxt[1] == here[1] else "y"
-    return steer(position, (tile_center(nxt[0]), tile_center(nxt[1])), axis)
+    return steer(position, (tile_center(nxt[0]), tile_center(nxt[1])), axis, tolerance)
 
 
 def edge_cells(tiles: Sequence[Sequence[int]], direction: str) -> list[Cell]:

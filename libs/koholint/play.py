@@ -1,78 +1,80 @@
-"""Play the cartridge headless with a named player and report what it reached.
-
-Two players exist so far: ``walkthrough`` replays the scripted walkthrough from
-power-on, and ``random`` holds a uniformly random button for 4 frames at a time.
-"""
+"""Run named policies in ``koholint/Zelda-v0`` and report what each episode reached."""
 
 from __future__ import annotations
 
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from koholint.emulator import Button, GameBoy
-from koholint.progress import Progress
-from koholint.ram import CARTRIDGE_SEED_ADDRESS, GameplayType, RamAddress
-from koholint.states import load_named_state
-from koholint.walkthrough import WalkthroughPlayer, load_walkthrough
-
-PLAYERS = ("walkthrough", "random")
-RANDOM_ACTIONS = (
-    Button.NONE,
-    Button.UP,
-    Button.DOWN,
-    Button.LEFT,
-    Button.RIGHT,
-    Button.A,
-    Button.B,
-    Button.START,
-    Button.SELECT,
-)
-RANDOM_HOLD_FRAMES = 4
-MAX_PLAY_FRAMES = 10_000_000
+from koholint.env import ZeldaEnv
+from koholint.policies import WALKTHROUGH_ENV, make_policy
+from koholint.trajectory import TrajectoryWriter
 
 
 @dataclass(frozen=True)
-class PlayResult:
-    player: str
+class EpisodeResult:
+    policy: str
+    start: str
     seed: int
+    rooms: int
+    cells: int
+    episode_return: float
+    steps: int
     frames: int
+    won: bool
+    kills: int
+    deaths: int
     seconds: float
-    progress: Progress
+    trajectory: Path | None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "policy": self.policy, "start": self.start, "seed": self.seed, "rooms": self.rooms,
+            "cells": self.cells, "return": round(self.episode_return, 4), "steps": self.steps,
+            "frames": self.frames, "won": self.won, "kills": self.kills, "deaths": self.deaths,
+        }  # fmt: skip
 
 
-def play_walkthrough(*, rom: Path | None = None) -> PlayResult:
-    """Replay the scripted walkthrough from power-on (the bundled cartridge only)."""
-    walkthrough = load_walkthrough()
+def run_episode(
+    policy_name: str,
+    *,
+    seed: int,
+    start: str | None = "start_of_play",
+    max_steps: int = 25_000,
+    rom: str | None = None,
+    trajectory: Path | None = None,
+) -> EpisodeResult:
+    """One episode of a named policy; the walkthrough always starts at power-on, one frame a step."""
+    settings: dict[str, Any] = {"rom": rom, "start_state": start, "max_episode_steps": max_steps}
+    if policy_name == "walkthrough":
+        settings.update(WALKTHROUGH_ENV)
+    policy = make_policy(policy_name)
+    env = ZeldaEnv(settings)
     started = time.perf_counter()
-    with GameBoy(rom=rom) as gameboy:
-        WalkthroughPlayer(gameboy, walkthrough).play_to_end()
-        progress = Progress.read(gameboy.ram)
-        frames = gameboy.frame
-    return PlayResult("walkthrough", 0, frames, time.perf_counter() - started, progress)
-
-
-def play_random(
-    *, seed: int, frames: int, rom: Path | None = None, start_state: str | None = "start_of_play"
-) -> PlayResult:
-    """Hold random buttons for `frames` frames, from a named state or from power-on."""
-    if not 1 <= frames <= MAX_PLAY_FRAMES:
-        raise ValueError(f"frames must be 1..{MAX_PLAY_FRAMES}, got {frames}")
-    rng = random.Random(seed)
-    started = time.perf_counter()
-    with GameBoy(rom=rom) as gameboy:
-        if start_state is not None:
-            gameboy.load_state(load_named_state(start_state))
-        if gameboy.rom.is_bundled_cartridge:
-            gameboy.memory[CARTRIDGE_SEED_ADDRESS] = seed & 0xFF
-        played = 0
-        while played < frames:
-            gameboy.hold(rng.choice(RANDOM_ACTIONS))
-            step = min(RANDOM_HOLD_FRAMES, frames - played)
-            gameboy.tick(step)
-            played += step
-            if gameboy.ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.CREDITS:
-                break
-        progress = Progress.read(gameboy.ram)
-    return PlayResult("random", seed, played, time.perf_counter() - started, progress)
+    try:
+        observation, info = env.reset(seed=seed)
+        policy.reset(env, seed)
+        writer = (
+            TrajectoryWriter(trajectory, env, seed=seed, policy=policy_name) if trajectory else None
+        )
+        total, steps, terminated, truncated = 0.0, 0, False, False
+        while not (terminated or truncated):
+            action = policy.act(observation, info)
+            observation, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            steps += 1
+            if writer:
+                writer.step(steps, action, float(reward), info)
+        state = info["state"]
+        result = EpisodeResult(
+            policy=policy_name, start=str(settings["start_state"] or "power_on"), seed=seed,
+            rooms=info["rooms"], cells=info["cells"], episode_return=total, steps=steps,
+            frames=info["frame"], won=terminated, kills=state["kills"], deaths=state["deaths"],
+            seconds=time.perf_counter() - started, trajectory=trajectory,
+        )  # fmt: skip
+        if writer:
+            writer.close(result.summary())
+        return result
+    finally:
+        env.close()

@@ -90,7 +90,7 @@ class Inventory(_Model):
 class GameState(_Model):
     """Everything a service needs to know about the game at one frame."""
 
-    schema_version: Literal[1] = STATE_SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     room: RoomKey
     link: LinkState
     dialog: DialogInfo

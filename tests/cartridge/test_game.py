@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from koholint.emulator import Button, GameBoy
-from koholint.play import play_random
+from koholint.play import run_episode
 from koholint.ram import (
     ADDRESS_DOCS,
     CARTRIDGE_SEED_ADDRESS,
@@ -106,6 +106,6 @@ def test_every_documented_address_is_written(walkthrough_trace):
 
 
 def test_random_play_does_not_win():
-    result = play_random(seed=3, frames=20_000)
-    assert not result.progress.won
-    assert result.progress.rooms_visited >= 1
+    result = run_episode("random", seed=3, max_steps=5_000)
+    assert not result.won
+    assert result.rooms >= 1

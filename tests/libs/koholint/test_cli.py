@@ -1,0 +1,74 @@
+"""`koholint play` works for every baseline; bad input gets a clear message."""
+
+from pathlib import Path
+
+import pytest
+
+from koholint.cli import main
+
+
+@pytest.mark.parametrize("policy", ["noop", "random", "explorer"])
+def test_play_each_baseline(policy, tmp_path: Path, capsys):
+    assert main(["play", "--policy", policy, "--max-steps", "200", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert policy in out
+    assert (tmp_path / f"{policy}-start_of_play-seed0.jsonl").exists()
+
+
+def test_play_walkthrough_wins(tmp_path: Path, capsys):
+    assert main(["play", "--policy", "walkthrough", "--out", str(tmp_path)]) == 0
+    row = next(
+        line for line in capsys.readouterr().out.splitlines() if line.startswith("walkthrough")
+    )
+    assert row.split()[-1] == "yes"
+
+
+def test_play_batch_over_all_named_states(tmp_path: Path, capsys):
+    assert (
+        main(
+            [
+                "play",
+                "--policy",
+                "random",
+                "--start",
+                "all",
+                "--max-steps",
+                "50",
+                "--out",
+                str(tmp_path),
+            ]
+        )
+        == 0
+    )
+    out = capsys.readouterr().out
+    assert "summary" in out
+    for name in (
+        "title",
+        "start_of_play",
+        "before_npc",
+        "before_puzzle",
+        "dungeon_entrance",
+        "last_room",
+    ):
+        assert name in out
+
+
+def test_unknown_start_state_is_a_clear_error(tmp_path: Path, capsys):
+    assert main(["play", "--policy", "random", "--start", "castle", "--out", str(tmp_path)]) == 2
+    assert "unknown start 'castle'" in capsys.readouterr().err
+
+
+def test_absurd_step_count_is_refused(capsys):
+    assert main(["play", "--max-steps", "0"]) == 2
+    assert "--max-steps" in capsys.readouterr().err
+
+
+def test_rom_info_refuses_a_non_rom(tmp_path: Path, capsys):
+    path = tmp_path / "notes.gb"
+    path.write_text("hello")
+    assert main(["rom", "info", str(path)]) == 2
+    assert "notes.gb" in capsys.readouterr().err
+
+
+def test_schemas_check(capsys):
+    assert main(["schemas", "export", "--check"]) == 0
