@@ -17,6 +17,7 @@ import warnings
 from enum import IntFlag
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol, runtime_checkable
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # pysdl2's notice about its bundled SDL binaries
@@ -52,6 +53,26 @@ _PYBOY_NAMES = (
     (int(Button.START), "start"),
 )
 MAX_FRAMES_PER_TICK = 60 * 60 * 10
+MAX_READ_BYTES = 0x10000
+
+
+@runtime_checkable
+class Emulator(Protocol):
+    """What game-driving code needs: the local GameBoy, an env-sim session client and the
+    macro executor's target all provide it."""
+
+    @property
+    def frame(self) -> int: ...
+
+    def hold(self, buttons: int) -> None: ...
+
+    def tick(self, frames: int = 1, *, render: bool = False) -> None: ...
+
+    def read_memory(self, address: int, count: int = 1) -> bytes: ...
+
+    def save_state(self) -> bytes: ...
+
+    def load_state(self, blob: bytes) -> None: ...
 
 
 class GameBoy:
@@ -67,7 +88,26 @@ class GameBoy:
         self.memory = self._pyboy.memory
         self.ram = RamReader(self.memory, banked=self.rom.cgb)
         self.held = Button.NONE
-        self.frame = 0
+        self._frame = 0
+
+    @property
+    def frame(self) -> int:
+        """Frames run since power-on (or since the emulator was made)."""
+        return self._frame
+
+    def reset(self, state: str | bytes) -> None:
+        """Start from a named save state of the cartridge, or from state bytes."""
+        if isinstance(state, str):
+            from koholint.states import load_named_state
+
+            state = load_named_state(state)
+        self.load_state(state)
+
+    def read_memory(self, address: int, count: int = 1) -> bytes:
+        """`count` bytes from `address` as the CPU sees them (D000-DFFF in bank 1 on colour ROMs)."""
+        if not (0 <= address and 1 <= count and address + count <= MAX_READ_BYTES):
+            raise ValueError(f"read of {count} bytes at 0x{address:04X} leaves the 16-bit address space")
+        return bytes(self.ram.byte(address + offset) for offset in range(count))
 
     def hold(self, buttons: int) -> None:
         """Hold exactly `buttons` (a Button mask) from the next frame on."""
@@ -95,7 +135,7 @@ class GameBoy:
             self._pyboy.tick(1, True)
         else:
             self._pyboy.tick(frames, False)
-        self.frame += frames
+        self._frame += frames
 
     def screen_rgb(self):  # type: ignore[no-untyped-def]
         """The last rendered frame as a (144, 160, 3) uint8 array (tick with render=True first)."""

@@ -86,3 +86,14 @@ def test_held_buttons_are_restored_with_a_state():
         gameboy.tick(10)
         assert gameboy.held == Button.UP
         assert gameboy.ram.byte(RamAddress.LINK_Y) < y
+
+
+def test_gameboy_is_an_emulator_and_reads_memory():
+    from koholint.emulator import Emulator
+
+    with GameBoy() as gameboy:
+        assert isinstance(gameboy, Emulator)
+        gameboy.reset("start_of_play")
+        assert gameboy.read_memory(RamAddress.LINK_X, 2) == bytes([72, 88])
+        with pytest.raises(ValueError, match="address space"):
+            gameboy.read_memory(0xFFFF, 2)
