@@ -170,6 +170,23 @@ def cmd_schemas_export(args: argparse.Namespace) -> int:
     return 0
 
 
+SERVICES = {"env-sim": "env_sim.app:main_app"}
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import importlib.util
+
+    import uvicorn
+
+    module = SERVICES[args.service].split(":")[0]
+    if importlib.util.find_spec(module.split(".")[0]) is None:
+        extra = args.service
+        print(f"koholint serve: {args.service} is not installed; pip install 'koholint[{extra}]'", file=sys.stderr)
+        return 2
+    uvicorn.run(SERVICES[args.service], factory=True, host=args.host, port=args.port, log_level="info")
+    return 0
+
+
 # -- parser ---------------------------------------------------------------------
 def _add_play(commands: argparse._SubParsersAction) -> None:
     play = commands.add_parser(
@@ -196,6 +213,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="koholint", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_play(commands)
+
+    serve = commands.add_parser("serve", help="run a service over HTTP")
+    serve.add_argument("service", choices=sorted(SERVICES))
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8000)
+    serve.set_defaults(handler=cmd_serve)
 
     replay = commands.add_parser(
         "replay", help="re-run a trajectory and check the RAM at every step"

@@ -290,6 +290,14 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         truncated = not terminated and self._steps >= self.config.max_episode_steps
         return encode(raw), reward, terminated, truncated, self._info(raw, components, applied)
 
+    def sync(self) -> dict[str, Any]:
+        """Re-read the state after the emulator was driven directly (frame-level control);
+        the next step's rewards compare against it. Returns the structured state."""
+        if self._raw is None:
+            raise gym.error.ResetNeeded("call reset() before driving the emulator")
+        self._raw = self._read()
+        return self._raw.to_dict(count_visited_rooms(self.gameboy.memory, self._banked))
+
     # -- actions ------------------------------------------------------------
     def _resolve_action(self, action: Any) -> Action:
         """The action actually applied, after validation, sticky actions and latched holds."""

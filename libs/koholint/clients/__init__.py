@@ -1,0 +1,1 @@
+"""HTTP clients of the services (httpx, sync and async)."""

@@ -1,0 +1,1 @@
+"""Wire contracts shared by the services (pydantic models), and their exported JSON Schemas."""

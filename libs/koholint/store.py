@@ -1,0 +1,244 @@
+"""The object store: one interface, a local directory (the embedded default) or S3/MinIO.
+
+Every object is stored with the sha256 of its bytes and checked when read, so a
+corrupt or tampered object is an error, never silent data.
+
+    store = open_store("file:///var/lib/koholint")         # or a plain path
+    store = open_store("s3://koholint?endpoint=localhost:9000&secure=false")  # credentials from
+                                                            # KOHOLINT_S3_ACCESS_KEY / _SECRET_KEY
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import parse_qs, urlparse
+
+from urllib3.exceptions import HTTPError
+
+MAX_OBJECT_BYTES = 512 * 1024 * 1024
+KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,511}$")
+CHECKSUM_METADATA = "sha256"
+CHECK_KEY = "koholint-check/probe"  # written and deleted by check()
+
+
+class StoreError(RuntimeError):
+    """The store refused or failed an operation; the message names the key and the cause."""
+
+
+class ObjectNotFoundError(StoreError, KeyError):
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+class ChecksumMismatchError(StoreError):
+    """The bytes read do not match the sha256 recorded when they were written."""
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    key: str
+    size: int
+    sha256: str
+
+
+class ObjectStore(Protocol):
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> ObjectInfo: ...
+
+    def get(self, key: str) -> bytes: ...
+
+    def exists(self, key: str) -> bool: ...
+
+    def list(self, prefix: str = "") -> list[str]: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def check(self) -> None:
+        """Raise StoreError unless the store is reachable and writable."""
+        ...
+
+
+def validate_key(key: str) -> str:
+    if not KEY_PATTERN.match(key) or ".." in key.split("/") or key.endswith("/"):
+        raise StoreError(
+            f"invalid object key {key!r}: use letters, digits, '.', '_', '-' and '/' (no '..'), "
+            "at most 512 characters"
+        )
+    return key
+
+
+def _check_size(key: str, data: bytes) -> None:
+    if len(data) > MAX_OBJECT_BYTES:
+        raise StoreError(f"{key}: {len(data)} bytes exceed the {MAX_OBJECT_BYTES}-byte object limit")
+
+
+class LocalStore:
+    """Objects as files under a root folder; the checksum sits beside each in `<key>.sha256`."""
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root)
+
+    def _path(self, key: str) -> Path:
+        return self.root / validate_key(key)
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> ObjectInfo:
+        _check_size(key, data)
+        path = self._path(key)
+        digest = hashlib.sha256(data).hexdigest()
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temporary = path.with_name(path.name + ".tmp")
+            temporary.write_bytes(data)
+            path.with_name(path.name + ".sha256").write_text(digest)
+            os.replace(temporary, path)  # readers never see half an object
+        except OSError as error:
+            raise StoreError(f"{key}: cannot write under {self.root} ({error})") from error
+        return ObjectInfo(key, len(data), digest)
+
+    def get(self, key: str) -> bytes:
+        path = self._path(key)
+        try:
+            data = path.read_bytes()
+            expected = path.with_name(path.name + ".sha256").read_text().strip()
+        except FileNotFoundError:
+            raise ObjectNotFoundError(f"no object {key!r} in {self.root}") from None
+        if hashlib.sha256(data).hexdigest() != expected:
+            raise ChecksumMismatchError(f"{key}: stored bytes do not match their sha256")
+        return data
+
+    def exists(self, key: str) -> bool:
+        return self._path(key).is_file()
+
+    def list(self, prefix: str = "") -> list[str]:
+        if not self.root.is_dir():
+            return []
+        keys = (
+            path.relative_to(self.root).as_posix()
+            for path in self.root.rglob("*")
+            if path.is_file() and not path.name.endswith((".sha256", ".tmp"))
+        )
+        return sorted(key for key in keys if key.startswith(prefix))
+
+    def delete(self, key: str) -> None:
+        path = self._path(key)
+        for candidate in (path, path.with_name(path.name + ".sha256")):
+            candidate.unlink(missing_ok=True)
+
+    def check(self) -> None:
+        self.put(CHECK_KEY, b"ok")
+        self.delete(CHECK_KEY)
+
+
+class S3Store:
+    """Objects in an S3 bucket (MinIO or any S3) through the minio SDK, sha256 in metadata."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "", endpoint: str = "") -> None:
+        self.client = client
+        self.endpoint = endpoint
+        self.bucket = bucket
+        self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+
+    @classmethod
+    def connect(cls, endpoint: str, access_key: str, secret_key: str, bucket: str, *, secure: bool = True, prefix: str = "", region: str | None = None) -> S3Store:
+        from minio import Minio
+
+        client = Minio(endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region)
+        return cls(client, bucket, prefix, endpoint)
+
+    def _name(self, key: str) -> str:
+        return self.prefix + validate_key(key)
+
+    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> ObjectInfo:
+        from minio.error import S3Error
+
+        _check_size(key, data)
+        digest = hashlib.sha256(data).hexdigest()
+        try:
+            self.client.put_object(
+                self.bucket, self._name(key), io.BytesIO(data), len(data),
+                content_type=content_type, metadata={CHECKSUM_METADATA: digest},
+            )  # fmt: skip
+        except (S3Error, OSError, HTTPError) as error:
+            raise StoreError(f"{key}: the S3 store refused the write ({error})") from error
+        return ObjectInfo(key, len(data), digest)
+
+    def get(self, key: str) -> bytes:
+        from minio.error import S3Error
+
+        try:
+            response = self.client.get_object(self.bucket, self._name(key))
+            try:
+                data = response.read()
+                expected = response.headers.get(f"x-amz-meta-{CHECKSUM_METADATA}")
+            finally:
+                response.close()
+                response.release_conn()
+        except HTTPError as error:
+            raise StoreError(f"{key}: S3 store at {self.endpoint} unreachable ({error})") from error
+        except S3Error as error:
+            if error.code in ("NoSuchKey", "NoSuchObject"):
+                raise ObjectNotFoundError(f"no object {key!r} in s3://{self.bucket}/{self.prefix}") from None
+            raise StoreError(f"{key}: the S3 store failed the read ({error})") from error
+        if expected is None or hashlib.sha256(data).hexdigest() != expected:
+            raise ChecksumMismatchError(f"{key}: stored bytes do not match their sha256")
+        return bytes(data)
+
+    def exists(self, key: str) -> bool:
+        from minio.error import S3Error
+
+        try:
+            self.client.stat_object(self.bucket, self._name(key))
+        except S3Error as error:
+            if error.code in ("NoSuchKey", "NoSuchObject", "NotFound"):
+                return False
+            raise StoreError(f"{key}: the S3 store failed ({error})") from error
+        return True
+
+    def list(self, prefix: str = "") -> list[str]:
+        objects = self.client.list_objects(self.bucket, prefix=self.prefix + prefix, recursive=True)
+        return sorted(obj.object_name[len(self.prefix) :] for obj in objects)
+
+    def delete(self, key: str) -> None:
+        self.client.remove_object(self.bucket, self._name(key))
+
+    def check(self) -> None:
+        from minio.error import S3Error
+
+        try:
+            if not self.client.bucket_exists(self.bucket):
+                raise StoreError(f"bucket {self.bucket!r} does not exist: create it (compose's minio-init does)")
+        except (S3Error, OSError, HTTPError) as error:
+            raise StoreError(f"S3 store at {self.endpoint} unreachable ({error})") from error
+        self.put(CHECK_KEY, b"ok")
+        self.delete(CHECK_KEY)
+
+
+def open_store(url: str, *, access_key: str | None = None, secret_key: str | None = None) -> ObjectStore:
+    """A store from a URL: a path or file:///path (local), or s3://bucket/prefix?endpoint=host:port."""
+    parsed = urlparse(url)
+    if parsed.scheme in ("", "file"):
+        return LocalStore(parsed.path if parsed.scheme else url)
+    if parsed.scheme != "s3":
+        raise StoreError(f"store URL {url!r}: use a path, file:///path or s3://bucket?endpoint=host:port")
+    query = {name: values[-1] for name, values in parse_qs(parsed.query).items()}
+    endpoint = query.get("endpoint")
+    if not endpoint or not parsed.netloc:
+        raise StoreError(f"store URL {url!r}: s3 URLs need a bucket and ?endpoint=host:port")
+    access = access_key or os.environ.get("KOHOLINT_S3_ACCESS_KEY")
+    secret = secret_key or os.environ.get("KOHOLINT_S3_SECRET_KEY")
+    if not access or not secret:
+        raise StoreError("S3 store needs credentials: set KOHOLINT_S3_ACCESS_KEY and KOHOLINT_S3_SECRET_KEY")
+    return S3Store.connect(
+        endpoint, access, secret, parsed.netloc, secure=query.get("secure", "true").lower() == "true",
+        prefix=parsed.path, region=query.get("region"),
+    )  # fmt: skip
+
+
+def put_json(store: ObjectStore, key: str, document: dict[str, Any]) -> ObjectInfo:
+    return store.put(key, json.dumps(document, sort_keys=True).encode(), "application/json")

@@ -1,0 +1,1 @@
+"""env-sim: the emulator as an HTTP service (sessions, reset, step, save/load, frames)."""

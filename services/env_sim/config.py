@@ -1,0 +1,34 @@
+"""env-sim settings, from the environment with the prefix KOHOLINT_ENV_SIM_."""
+
+from __future__ import annotations
+
+import os
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KOHOLINT_ENV_SIM_", extra="ignore")
+
+    max_sessions: int = Field(16, ge=1, le=1024, description="open sessions at most; more get 429")
+    session_ttl_seconds: float = Field(600.0, gt=0, description="idle sessions are evicted after this")
+    max_batch: int = Field(256, ge=1, le=10_000, description="actions per POST .../steps")
+    max_frame_skip: int = Field(60, ge=1, le=60)
+    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, description="request body limit")
+    max_state_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="uploaded save-state limit")
+    workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=256)
+    rom_path: str | None = Field(None, description="the operator's own ROM, identified by sha256")
+    allow_rom_upload: bool = False
+    max_rom_bytes: int = Field(8 * 1024 * 1024, ge=32 * 1024)
+    rom_dir: str = Field("/tmp/koholint-env-sim-roms", description="where uploaded ROMs are kept")
+    store_url: str = Field("/tmp/koholint-env-sim-store", description="object store: a path, file:// or s3://")
+    tracing_exporter: str = Field("none", description="none | console | otlp")
+    log_level: str = "INFO"
+
+    @field_validator("tracing_exporter")
+    @classmethod
+    def known_exporter(cls, value: str) -> str:
+        if value not in ("none", "console", "otlp"):
+            raise ValueError("use none, console or otlp")
+        return value

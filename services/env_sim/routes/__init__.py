@@ -1,0 +1,1 @@
+"""env-sim's HTTP routes, one module per resource."""

@@ -1,0 +1,187 @@
+"""/v1/sessions: create, list, reset, step, state, frames, save and load."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request, Response
+
+from koholint.problems import PayloadTooLargeError, UnprocessableError
+from koholint.schemas.env_sim import (
+    BatchResult,
+    LoadRequest,
+    MemoryRead,
+    Observation,
+    ResetRequest,
+    SavedState,
+    SessionInfo,
+    SessionList,
+    SessionSettings,
+    StepRequest,
+    StepResult,
+    StepsRequest,
+    TickRequest,
+    TickResult,
+)
+from koholint.state import GameState
+from koholint.store import ObjectNotFoundError, ObjectStore
+
+from env_sim import sessions as ops
+from env_sim.deps import RomsDep, SessionsDep, SettingsDep, StoreDep
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+MAX_MEMORY_READ = 4096
+OCTET_STREAM = "application/octet-stream"
+
+
+def _state_key(state_id: str) -> str:
+    return f"states/{state_id}.state"
+
+
+def _saved_state(store: ObjectStore, state_id: str) -> bytes:
+    try:
+        return store.get(_state_key(state_id))
+    except ObjectNotFoundError:
+        from koholint.problems import NotFoundError
+
+        raise NotFoundError(f"no saved state {state_id!r}", saved_state_id=state_id) from None
+
+
+def _start(body: SessionSettings | ResetRequest, store: ObjectStore) -> Any:
+    if body.saved_state_id:
+        return _saved_state(store, body.saved_state_id)
+    return body.start_state
+
+
+@router.post("", status_code=201)
+async def create_session(body: SessionSettings, sessions: SessionsDep, roms: RomsDep, store: StoreDep, settings: SettingsDep) -> SessionInfo:
+    """Create a session (its environment is reset and ready to step)."""
+    if body.frame_skip > settings.max_frame_skip:
+        raise UnprocessableError(f"frame_skip {body.frame_skip} exceeds this server's {settings.max_frame_skip}", limit=settings.max_frame_skip)
+    rom = roms.resolve(body.rom_id)
+    if body.start_state is not None and not body.saved_state_id and not rom.is_bundled_cartridge:
+        raise UnprocessableError("named start states belong to the cartridge; use start_state null (power-on)")
+    start = await sessions._in_pool(lambda: _start(body, store))
+    session = await sessions.create(body, str(rom.path), rom.sha256, start)
+    return session.info()
+
+
+@router.get("")
+async def list_sessions(sessions: SessionsDep) -> SessionList:
+    """List the open sessions."""
+    return SessionList(sessions=[s.info() for s in sessions.list()], max_sessions=sessions.max_sessions)
+
+
+@router.get("/{session_id}")
+async def get_session(session_id: str, sessions: SessionsDep) -> SessionInfo:
+    """Describe one session."""
+    return sessions.get(session_id).info()
+
+
+@router.delete("/{session_id}", status_code=204)
+async def delete_session(session_id: str, sessions: SessionsDep) -> Response:
+    """Close a session and free its emulator."""
+    await sessions.delete(session_id)
+    return Response(status_code=204)
+
+
+@router.post("/{session_id}/reset")
+async def reset_session(session_id: str, sessions: SessionsDep, store: StoreDep, body: ResetRequest | None = None) -> Observation:
+    """Start a new episode (from the session's start state unless the body names another)."""
+    request = body or ResetRequest()
+    start = await sessions._in_pool(lambda: _start(request, store)) if (request.saved_state_id or request.start_state) else None
+    return await sessions.run(session_id, "reset", lambda s: ops.reset(s, request.seed, start))
+
+
+@router.post("/{session_id}/step")
+async def step_session(session_id: str, body: StepRequest, sessions: SessionsDep) -> StepResult:
+    """Take one action."""
+    result = await sessions.run(session_id, "step", lambda s: ops.step(s, body.action, body.frame))
+    sessions.metrics.steps.inc()
+    return result
+
+
+@router.post("/{session_id}/steps")
+async def step_session_batch(session_id: str, body: StepsRequest, sessions: SessionsDep, settings: SettingsDep) -> BatchResult:
+    """Take a batch of actions; stops early when the episode ends."""
+    if len(body.actions) > settings.max_batch:
+        raise PayloadTooLargeError(f"{len(body.actions)} actions exceed the batch limit", limit=settings.max_batch)
+    bad = [index for index, action in enumerate(body.actions) if not 0 <= action <= 8]
+    if bad:
+        raise UnprocessableError(f"actions[{bad[0]}] = {body.actions[bad[0]]} is not an action 0..8", field=f"actions.{bad[0]}")
+    result = await sessions.run(session_id, "steps", lambda s: ops.steps(s, body.actions, body.frames))
+    sessions.metrics.steps.inc(len(result.steps))
+    return result
+
+
+@router.get("/{session_id}/state")
+async def get_state(session_id: str, sessions: SessionsDep) -> GameState:
+    """The structured game state now."""
+    return await sessions.run(session_id, "state", ops.state)
+
+
+@router.get("/{session_id}/frame.png", response_class=Response, responses={200: {"content": {"image/png": {}}}})
+async def get_frame(session_id: str, sessions: SessionsDep) -> Response:
+    """The screen now, as PNG (the game does not advance)."""
+    png = await sessions.run(session_id, "frame", ops.frame_png)
+    return Response(png, media_type="image/png")
+
+
+@router.post("/{session_id}/save", status_code=201)
+async def save_state(session_id: str, sessions: SessionsDep, store: StoreDep) -> SavedState:
+    """Save the emulator state into the object store; returns its id."""
+    blob = await sessions.run(session_id, "save", lambda s: s.env.gameboy.save_state())
+    state_id = uuid.uuid4().hex
+    info = await sessions._in_pool(lambda: store.put(_state_key(state_id), blob))
+    return SavedState(id=state_id, rom_id=sessions.get(session_id).rom_id, size=info.size, sha256=info.sha256, key=info.key)
+
+
+LOAD_BODY = {
+    "requestBody": {
+        "content": {
+            "application/json": {"schema": LoadRequest.model_json_schema()},
+            OCTET_STREAM: {"schema": {"type": "string", "format": "binary"}},
+        },
+        "required": True,
+    }
+}
+
+
+@router.post("/{session_id}/load", openapi_extra=LOAD_BODY)
+async def load_state(session_id: str, request: Request, sessions: SessionsDep, store: StoreDep, settings: SettingsDep) -> Observation:
+    """Start a new episode from a saved state: by id (JSON) or uploaded bytes (octet-stream)."""
+    if request.headers.get("content-type", "").startswith(OCTET_STREAM):
+        blob = await request.body()
+        if len(blob) > settings.max_state_bytes:
+            raise PayloadTooLargeError(f"state of {len(blob)} bytes exceeds the limit", limit_bytes=settings.max_state_bytes)
+    else:
+        try:
+            body = LoadRequest.model_validate_json(await request.body())
+        except ValueError as error:
+            raise UnprocessableError(f"expected {{'saved_state_id': ...}} or {OCTET_STREAM} bytes ({error})".replace("\n", " ")) from None
+        blob = await sessions._in_pool(lambda: _saved_state(store, body.saved_state_id))
+    return await sessions.run(session_id, "load", lambda s: ops.load(s, blob))
+
+
+@router.post("/{session_id}/tick")
+async def tick_session(session_id: str, body: TickRequest, sessions: SessionsDep) -> TickResult:
+    """Frame-level control: hold buttons for some frames (for Emulator-protocol clients)."""
+    frame = await sessions.run(session_id, "tick", lambda s: ops.tick(s, body.buttons, body.frames))
+    return TickResult(frame=frame)
+
+
+@router.get("/{session_id}/memory")
+async def read_memory(
+    session_id: str,
+    sessions: SessionsDep,
+    address: Annotated[int, Query(ge=0, le=0xFFFF)],
+    count: Annotated[int, Query(ge=1, le=MAX_MEMORY_READ)] = 1,
+) -> MemoryRead:
+    """Read bytes of the emulator's address space."""
+    if address + count > 0x10000:
+        raise UnprocessableError("the read leaves the 16-bit address space", field="count")
+    data = await sessions.run(session_id, "memory", lambda s: ops.memory(s, address, count))
+    return MemoryRead(address=address, data_hex=data.hex())
+
+

@@ -1,0 +1,261 @@
+"""Sessions: one environment each, stepped in a worker pool, never by two requests at once.
+
+A request for a session that is busy gets 409 (it is not queued): a client should wait
+for its previous call. Idle sessions are evicted after the TTL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+import numpy as np
+
+from koholint.env import ZeldaEnv
+from koholint.png import encode_png
+from koholint.problems import ConflictError, NotFoundError, TooManyError, UnprocessableError
+from koholint.savestate import SaveStateError, unpack_state
+from koholint.schemas.env_sim import (
+    BatchResult,
+    Observation,
+    SessionInfo,
+    SessionSettings,
+    StepResult,
+    Transition,
+)
+from koholint.state import GameState
+from koholint.states import UnknownStateError
+
+from env_sim.metrics import Metrics
+
+T = TypeVar("T")
+logger = logging.getLogger("env_sim.sessions")
+
+
+@dataclass
+class Session:
+    id: str
+    rom_id: str
+    settings: SessionSettings
+    env: ZeldaEnv
+    created_at: datetime
+    last_used: float = field(default_factory=time.monotonic)
+    last_used_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    steps: int = 0
+    episode_steps: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def info(self) -> SessionInfo:
+        return SessionInfo(
+            id=self.id, rom_id=self.rom_id, created_at=self.created_at, last_used_at=self.last_used_at,
+            steps=self.steps, episode_steps=self.episode_steps, settings=self.settings,
+        )  # fmt: skip
+
+
+def _frame_b64(env: ZeldaEnv) -> str:
+    return base64.b64encode(encode_png(env.gameboy.screen_rgb())).decode()
+
+
+def _observation(observation: np.ndarray, info: dict[str, Any]) -> dict[str, Any]:
+    return {"observation": observation.tolist(), "state": info["state"]}
+
+
+class SessionManager:
+    def __init__(self, *, max_sessions: int, ttl_seconds: float, workers: int, metrics: Metrics) -> None:
+        self.max_sessions = max_sessions
+        self.ttl_seconds = ttl_seconds
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="emulator")
+        self.metrics = metrics
+        self._sessions: dict[str, Session] = {}
+        self._create_lock = asyncio.Lock()
+
+    # -- lifecycle --------------------------------------------------------------
+    async def create(self, settings: SessionSettings, rom_path: str, rom_id: str, start: Any) -> Session:
+        async with self._create_lock:
+            self.evict_idle()
+            if len(self._sessions) >= self.max_sessions:
+                raise TooManyError(
+                    f"{self.max_sessions} sessions are open; DELETE one or wait for idle ones to expire",
+                    limit=self.max_sessions,
+                )
+            env = await self._in_pool(lambda: self._make_env(settings, rom_path, start))
+            session = Session(uuid.uuid4().hex, rom_id, settings, env, datetime.now(UTC))
+            self._sessions[session.id] = session
+        self.metrics.sessions.set(len(self._sessions))
+        logger.info("session created", extra={"session": session.id, "rom": rom_id, "event": "create"})
+        return session
+
+    @staticmethod
+    def _make_env(settings: SessionSettings, rom_path: str, start: Any) -> ZeldaEnv:
+        env = ZeldaEnv(
+            {
+                "rom": rom_path, "start_state": start, "frame_skip": settings.frame_skip,
+                "sticky_action_probability": settings.sticky_action_probability,
+                "latch_steps": settings.latch_steps, "max_episode_steps": settings.max_episode_steps,
+                "reward_mode": settings.reward_mode, "cartridge_seed": settings.cartridge_seed,
+            }
+        )  # fmt: skip
+        try:
+            env.reset(seed=settings.seed)
+        except (UnknownStateError, SaveStateError) as error:
+            env.close()
+            raise UnprocessableError(str(error)) from error
+        return env
+
+    def get(self, session_id: str) -> Session:
+        session = self._sessions.get(session_id)
+        if session is None:
+            raise NotFoundError(f"no session {session_id!r}; it may have expired (GET /v1/sessions lists them)")
+        return session
+
+    def list(self) -> list[Session]:
+        return list(self._sessions.values())
+
+    async def delete(self, session_id: str) -> None:
+        session = self.get(session_id)
+        if not session.lock.acquire(blocking=False):
+            raise ConflictError(f"session {session_id} is busy; retry when its request finishes")
+        try:
+            self._sessions.pop(session_id, None)
+            session.env.close()
+        finally:
+            session.lock.release()
+        self.metrics.sessions.set(len(self._sessions))
+
+    def evict_idle(self) -> int:
+        now = time.monotonic()
+        evicted = 0
+        for session in list(self._sessions.values()):
+            if now - session.last_used > self.ttl_seconds and session.lock.acquire(blocking=False):
+                try:
+                    self._sessions.pop(session.id, None)
+                    session.env.close()
+                    evicted += 1
+                    logger.info("session evicted", extra={"session": session.id, "event": "evict"})
+                finally:
+                    session.lock.release()
+        if evicted:
+            self.metrics.evictions.inc(evicted)
+            self.metrics.sessions.set(len(self._sessions))
+        return evicted
+
+    async def evict_forever(self) -> None:
+        while True:
+            await asyncio.sleep(max(self.ttl_seconds / 4, 0.05))
+            self.evict_idle()
+
+    def close(self) -> None:
+        for session in list(self._sessions.values()):
+            session.env.close()
+        self._sessions.clear()
+        self.pool.shutdown(wait=True)
+
+    # -- running work on a session ------------------------------------------------
+    async def _in_pool(self, work: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, work)
+
+    async def run(self, session_id: str, operation: str, work: Callable[[Session], T]) -> T:
+        """Run `work` on the session in the pool; 409 if another request holds the session."""
+        session = self.get(session_id)
+        if not session.lock.acquire(blocking=False):
+            raise ConflictError(f"session {session_id} is busy with another request; retry when it finishes")
+        started = time.perf_counter()
+        try:
+            return await self._in_pool(lambda: work(session))
+        finally:
+            session.last_used = time.monotonic()
+            session.last_used_at = datetime.now(UTC)
+            session.lock.release()
+            self.metrics.latency.labels(operation).observe(time.perf_counter() - started)
+
+
+# -- operations (run in the pool, under the session lock) ----------------------------
+def reset(session: Session, seed: int | None, start: Any) -> Observation:
+    options = {} if start is None else {"start_state": start}
+    try:
+        observation, info = session.env.reset(seed=seed, options=options)
+    except (UnknownStateError, SaveStateError) as error:
+        raise UnprocessableError(str(error)) from error
+    session.episode_steps = 0
+    return Observation.model_validate(_observation(observation, info))
+
+
+def _transition(action: int, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> Transition:
+    return Transition(
+        action=action, applied_action=info["action"], reward=reward,
+        reward_components=info["reward_components"], terminated=terminated, truncated=truncated,
+    )  # fmt: skip
+
+
+def _step(session: Session, action: int, render: bool) -> tuple[np.ndarray, Transition, dict[str, Any]]:
+    session.env.render_mode = "rgb_array" if render else None
+    try:
+        observation, reward, terminated, truncated, info = session.env.step(action)
+    finally:
+        session.env.render_mode = None
+    session.steps += 1
+    session.episode_steps += 1
+    return observation, _transition(action, float(reward), terminated, truncated, info), info
+
+
+def step(session: Session, action: int, frame: bool) -> StepResult:
+    observation, transition, info = _step(session, action, frame)
+    document = _observation(observation, info)
+    if frame:
+        document["frame_png"] = _frame_b64(session.env)
+    return StepResult.model_validate({**document, "transition": transition})
+
+
+def steps(session: Session, actions: list[int], frames: bool) -> BatchResult:
+    """Step through the batch; stop early when the episode ends (the rest is not applied)."""
+    transitions, images = [], []
+    observation, info = None, None
+    for action in actions:
+        observation, transition, info = _step(session, action, frames)
+        transitions.append(transition)
+        if frames:
+            images.append(_frame_b64(session.env))
+        if transition.terminated or transition.truncated:
+            break
+    if observation is None or info is None:
+        raise UnprocessableError("a batch needs at least one action")
+    document = {**_observation(observation, info), "steps": transitions, "frames_png": images if frames else None}
+    return BatchResult.model_validate(document)
+
+
+def state(session: Session) -> GameState:
+    return GameState.model_validate(session.env.sync())
+
+
+def frame_png(session: Session) -> bytes:
+    return encode_png(session.env.gameboy.render_now())
+
+
+def load(session: Session, blob: bytes) -> Observation:
+    """Start a new episode from the state; a state from another ROM or corrupt bytes leave
+    the session as it was."""
+    try:
+        unpack_state(blob, expected_rom_sha256=session.env.gameboy.rom.sha256)
+    except SaveStateError as error:
+        raise UnprocessableError(str(error)) from error
+    return reset(session, None, blob)
+
+
+def tick(session: Session, buttons: int, frames: int) -> int:
+    session.env.gameboy.hold(buttons)
+    session.env.gameboy.tick(frames)
+    session.env.sync()
+    return session.env.gameboy.frame
+
+
+def memory(session: Session, address: int, count: int) -> bytes:
+    return session.env.gameboy.read_memory(address, count)
