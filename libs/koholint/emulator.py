@@ -70,16 +70,6 @@ class Emulator(Protocol):
 
     def read_memory(self, address: int, count: int = 1) -> bytes: ...
 
-    def render_now(self):  # type: ignore[no-untyped-def]
-        """The screen as it stands, without advancing the game: render the next frame from a
-        copy of the state, then put the state (and the frame count) back."""
-        saved, frame = self.save_state(), self._frame
-        self.tick(1, render=True)
-        image = self.screen_rgb()
-        self.load_state(saved)
-        self._frame = frame
-        return image
-
     def save_state(self) -> bytes: ...
 
     def load_state(self, blob: bytes) -> None: ...

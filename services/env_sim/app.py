@@ -7,12 +7,13 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from fastapi import FastAPI, Response
+from fastapi import FastAPI, Request, Response
+from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_fastapi_instrumentator import Instrumentator
 
-from koholint.problems import BodySizeLimitMiddleware, add_exception_handlers
-from koholint.store import open_store
+from koholint.problems import BodySizeLimitMiddleware, add_exception_handlers, problem_response
+from koholint.store import StoreError, open_store
 from koholint.telemetry import configure_logging, setup_tracing
 
 from env_sim.config import Settings
@@ -47,6 +48,11 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
 
     app = FastAPI(title="koholint env-sim", version="1.0.0", lifespan=lifespan)
     add_exception_handlers(app)
+
+    @app.exception_handler(StoreError)
+    async def store_failed(request: Request, error: StoreError) -> JSONResponse:
+        return problem_response(503, "Object store failed", str(error), request.url.path)
+
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
     for router in (health.router, sessions.router, roms.router):
         app.include_router(router)

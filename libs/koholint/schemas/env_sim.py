@@ -12,6 +12,9 @@ from koholint.state import GameState
 ENV_SIM_SCHEMA_VERSION = 1
 MAX_SEED = 2**31 - 1
 CARTRIDGE_ROM_ID = "cartridge"
+STATE_ID_PATTERN = r"^[0-9a-f]{32}$"
+ROM_ID_PATTERN = r"^(cartridge|[0-9a-f]{64})$"
+STATE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
 
 
 class _Body(BaseModel):
@@ -21,9 +24,9 @@ class _Body(BaseModel):
 class SessionSettings(_Body):
     """How a session's environment is made."""
 
-    rom_id: str = Field(CARTRIDGE_ROM_ID, max_length=64, description="'cartridge' or a ROM sha256 from GET /v1/roms")
-    start_state: str | None = Field("start_of_play", max_length=64, description="a named state; null = power-on")
-    saved_state_id: str | None = Field(None, max_length=64, description="a state saved with POST .../save; overrides start_state")
+    rom_id: str = Field(CARTRIDGE_ROM_ID, pattern=ROM_ID_PATTERN, description="'cartridge' or a ROM sha256 from GET /v1/roms")
+    start_state: str | None = Field("start_of_play", pattern=STATE_NAME_PATTERN, description="a named state; null = power-on")
+    saved_state_id: str | None = Field(None, pattern=STATE_ID_PATTERN, description="a state saved with POST .../save; overrides start_state")
     seed: int = Field(0, ge=0, le=MAX_SEED)
     frame_skip: int = Field(4, ge=1, le=60)
     sticky_action_probability: float = Field(0.0, ge=0.0, lt=1.0)
@@ -51,8 +54,8 @@ class SessionList(_Body):
 
 class ResetRequest(_Body):
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
-    start_state: str | None = Field(None, max_length=64, description="a named state (default: the session's)")
-    saved_state_id: str | None = Field(None, max_length=64)
+    start_state: str | None = Field(None, pattern=STATE_NAME_PATTERN, description="a named state (default: the session's)")
+    saved_state_id: str | None = Field(None, pattern=STATE_ID_PATTERN)
 
 
 class StepRequest(_Body):
@@ -99,7 +102,7 @@ class SavedState(_Body):
 
 
 class LoadRequest(_Body):
-    saved_state_id: str = Field(max_length=64)
+    saved_state_id: str = Field(pattern=STATE_ID_PATTERN)
 
 
 class TickRequest(_Body):
