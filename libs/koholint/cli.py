@@ -181,9 +181,14 @@ def cmd_serve(args: argparse.Namespace) -> int:
     module = SERVICES[args.service].split(":")[0]
     if importlib.util.find_spec(module.split(".")[0]) is None:
         extra = args.service
-        print(f"koholint serve: {args.service} is not installed; pip install 'koholint[{extra}]'", file=sys.stderr)
+        print(
+            f"koholint serve: {args.service} is not installed; pip install 'koholint[{extra}]'",
+            file=sys.stderr,
+        )
         return 2
-    uvicorn.run(SERVICES[args.service], factory=True, host=args.host, port=args.port, log_level="info")
+    uvicorn.run(
+        SERVICES[args.service], factory=True, host=args.host, port=args.port, log_level="info"
+    )
     return 0
 
 

@@ -105,8 +105,10 @@ class GameBoy:
 
     def read_memory(self, address: int, count: int = 1) -> bytes:
         """`count` bytes from `address` as the CPU sees them (D000-DFFF in bank 1 on colour ROMs)."""
-        if not (0 <= address and 1 <= count and address + count <= MAX_READ_BYTES):
-            raise ValueError(f"read of {count} bytes at 0x{address:04X} leaves the 16-bit address space")
+        if not (address >= 0 and count >= 1 and address + count <= MAX_READ_BYTES):
+            raise ValueError(
+                f"read of {count} bytes at 0x{address:04X} leaves the 16-bit address space"
+            )
         return bytes(self.ram.byte(address + offset) for offset in range(count))
 
     def hold(self, buttons: int) -> None:

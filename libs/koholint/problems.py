@@ -26,7 +26,9 @@ class ProblemError(Exception):
     status_code = 400
     title = "Bad request"
 
-    def __init__(self, detail: str, *, status_code: int | None = None, title: str | None = None, **extra: Any) -> None:
+    def __init__(
+        self, detail: str, *, status_code: int | None = None, title: str | None = None, **extra: Any
+    ) -> None:
         super().__init__(detail)
         self.detail = detail
         if status_code is not None:
@@ -66,33 +68,53 @@ class UnavailableError(ProblemError):
     title = "Service unavailable"
 
 
-def problem_response(status: int, title: str, detail: str, instance: str, **extra: Any) -> JSONResponse:
-    body = {"type": "about:blank", "title": title, "status": status, "detail": detail, "instance": instance, **extra}
+def problem_response(
+    status: int, title: str, detail: str, instance: str, **extra: Any
+) -> JSONResponse:
+    body = {
+        "type": "about:blank",
+        "title": title,
+        "status": status,
+        "detail": detail,
+        "instance": instance,
+        **extra,
+    }
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
 
 
 def add_exception_handlers(app: FastAPI) -> None:
     @app.exception_handler(ProblemError)
     async def handle_problem(request: Request, error: ProblemError) -> JSONResponse:
-        return problem_response(error.status_code, error.title, error.detail, request.url.path, **error.extra)
+        return problem_response(
+            error.status_code, error.title, error.detail, request.url.path, **error.extra
+        )
 
     @app.exception_handler(RequestValidationError)
     async def handle_validation(request: Request, error: RequestValidationError) -> JSONResponse:
         errors = [
-            {"field": ".".join(str(part) for part in item.get("loc", ()) if part != "body"), "message": item.get("msg", "")}
+            {
+                "field": ".".join(str(part) for part in item.get("loc", ()) if part != "body"),
+                "message": item.get("msg", ""),
+            }
             for item in error.errors()
         ]
         fields = ", ".join(item["field"] or "body" for item in errors)
-        return problem_response(422, "Invalid request", f"invalid fields: {fields}", request.url.path, errors=errors)
+        return problem_response(
+            422, "Invalid request", f"invalid fields: {fields}", request.url.path, errors=errors
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def handle_http(request: Request, error: StarletteHTTPException) -> JSONResponse:
-        return problem_response(error.status_code, str(error.detail), str(error.detail), request.url.path)
+        return problem_response(
+            error.status_code, str(error.detail), str(error.detail), request.url.path
+        )
 
     @app.exception_handler(Exception)
     async def handle_unexpected(request: Request, error: Exception) -> JSONResponse:
         logger.exception("unhandled error on %s %s", request.method, request.url.path)
-        return problem_response(500, "Internal error", "the server failed; see its logs", request.url.path)
+        return problem_response(
+            500, "Internal error", "the server failed; see its logs", request.url.path
+        )
 
 
 class BodySizeLimitMiddleware:

@@ -49,7 +49,9 @@ class ObjectInfo:
 
 
 class ObjectStore(Protocol):
-    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> ObjectInfo: ...
+    def put(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> ObjectInfo: ...
 
     def get(self, key: str) -> bytes: ...
 
@@ -75,7 +77,9 @@ def validate_key(key: str) -> str:
 
 def _check_size(key: str, data: bytes) -> None:
     if len(data) > MAX_OBJECT_BYTES:
-        raise StoreError(f"{key}: {len(data)} bytes exceed the {MAX_OBJECT_BYTES}-byte object limit")
+        raise StoreError(
+            f"{key}: {len(data)} bytes exceed the {MAX_OBJECT_BYTES}-byte object limit"
+        )
 
 
 class LocalStore:
@@ -87,7 +91,9 @@ class LocalStore:
     def _path(self, key: str) -> Path:
         return self.root / validate_key(key)
 
-    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> ObjectInfo:
+    def put(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> ObjectInfo:
         _check_size(key, data)
         path = self._path(key)
         digest = hashlib.sha256(data).hexdigest()
@@ -145,16 +151,30 @@ class S3Store:
         self.prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
 
     @classmethod
-    def connect(cls, endpoint: str, access_key: str, secret_key: str, bucket: str, *, secure: bool = True, prefix: str = "", region: str | None = None) -> S3Store:
+    def connect(
+        cls,
+        endpoint: str,
+        access_key: str,
+        secret_key: str,
+        bucket: str,
+        *,
+        secure: bool = True,
+        prefix: str = "",
+        region: str | None = None,
+    ) -> S3Store:
         from minio import Minio
 
-        client = Minio(endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region)
+        client = Minio(
+            endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region
+        )
         return cls(client, bucket, prefix, endpoint)
 
     def _name(self, key: str) -> str:
         return self.prefix + validate_key(key)
 
-    def put(self, key: str, data: bytes, content_type: str = "application/octet-stream") -> ObjectInfo:
+    def put(
+        self, key: str, data: bytes, content_type: str = "application/octet-stream"
+    ) -> ObjectInfo:
         from minio.error import S3Error
 
         _check_size(key, data)
@@ -183,7 +203,9 @@ class S3Store:
             raise StoreError(f"{key}: S3 store at {self.endpoint} unreachable ({error})") from error
         except S3Error as error:
             if error.code in ("NoSuchKey", "NoSuchObject"):
-                raise ObjectNotFoundError(f"no object {key!r} in s3://{self.bucket}/{self.prefix}") from None
+                raise ObjectNotFoundError(
+                    f"no object {key!r} in s3://{self.bucket}/{self.prefix}"
+                ) from None
             raise StoreError(f"{key}: the S3 store failed the read ({error})") from error
         if expected is None or hashlib.sha256(data).hexdigest() != expected:
             raise ChecksumMismatchError(f"{key}: stored bytes do not match their sha256")
@@ -212,20 +234,26 @@ class S3Store:
 
         try:
             if not self.client.bucket_exists(self.bucket):
-                raise StoreError(f"bucket {self.bucket!r} does not exist: create it (compose's minio-init does)")
+                raise StoreError(
+                    f"bucket {self.bucket!r} does not exist: create it (compose's minio-init does)"
+                )
         except (S3Error, OSError, HTTPError) as error:
             raise StoreError(f"S3 store at {self.endpoint} unreachable ({error})") from error
         self.put(CHECK_KEY, b"ok")
         self.delete(CHECK_KEY)
 
 
-def open_store(url: str, *, access_key: str | None = None, secret_key: str | None = None) -> ObjectStore:
+def open_store(
+    url: str, *, access_key: str | None = None, secret_key: str | None = None
+) -> ObjectStore:
     """A store from a URL: a path or file:///path (local), or s3://bucket/prefix?endpoint=host:port."""
     parsed = urlparse(url)
     if parsed.scheme in ("", "file"):
         return LocalStore(parsed.path if parsed.scheme else url)
     if parsed.scheme != "s3":
-        raise StoreError(f"store URL {url!r}: use a path, file:///path or s3://bucket?endpoint=host:port")
+        raise StoreError(
+            f"store URL {url!r}: use a path, file:///path or s3://bucket?endpoint=host:port"
+        )
     query = {name: values[-1] for name, values in parse_qs(parsed.query).items()}
     endpoint = query.get("endpoint")
     if not endpoint or not parsed.netloc:
@@ -233,7 +261,9 @@ def open_store(url: str, *, access_key: str | None = None, secret_key: str | Non
     access = access_key or os.environ.get("KOHOLINT_S3_ACCESS_KEY")
     secret = secret_key or os.environ.get("KOHOLINT_S3_SECRET_KEY")
     if not access or not secret:
-        raise StoreError("S3 store needs credentials: set KOHOLINT_S3_ACCESS_KEY and KOHOLINT_S3_SECRET_KEY")
+        raise StoreError(
+            "S3 store needs credentials: set KOHOLINT_S3_ACCESS_KEY and KOHOLINT_S3_SECRET_KEY"
+        )
     return S3Store.connect(
         endpoint, access, secret, parsed.netloc, secure=query.get("secure", "true").lower() == "true",
         prefix=parsed.path, region=query.get("region"),

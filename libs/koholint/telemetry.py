@@ -45,7 +45,11 @@ def setup_tracing(app: Any, service_name: str, exporter: Any = None) -> Any:
     from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        ConsoleSpanExporter,
+        SimpleSpanProcessor,
+    )
 
     provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
     if exporter == "console":
@@ -53,7 +57,9 @@ def setup_tracing(app: Any, service_name: str, exporter: Any = None) -> Any:
     elif exporter == "otlp":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))  # OTEL_EXPORTER_OTLP_* settings
+        provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter())
+        )  # OTEL_EXPORTER_OTLP_* settings
     elif isinstance(exporter, str):
         raise ValueError(f"tracing exporter {exporter!r}: use 'none', 'console' or 'otlp'")
     else:

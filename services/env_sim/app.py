@@ -12,15 +12,14 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_fastapi_instrumentator import Instrumentator
 
-from koholint.problems import BodySizeLimitMiddleware, add_exception_handlers, problem_response
-from koholint.store import StoreError, open_store
-from koholint.telemetry import configure_logging, setup_tracing
-
 from env_sim.config import Settings
 from env_sim.metrics import Metrics
 from env_sim.roms import RomRegistry
 from env_sim.routes import health, roms, sessions
 from env_sim.sessions import SessionManager
+from koholint.problems import BodySizeLimitMiddleware, add_exception_handlers, problem_response
+from koholint.store import StoreError, open_store
+from koholint.telemetry import configure_logging, setup_tracing
 
 
 def create_app(settings: Settings | None = None, *, span_exporter: object = None) -> FastAPI:
@@ -32,7 +31,9 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
         app.state.settings = settings
         app.state.store = open_store(settings.store_url)
         app.state.roms = RomRegistry(
-            configured=settings.rom_path, upload_dir=Path(settings.rom_dir), max_upload_bytes=settings.max_rom_bytes
+            configured=settings.rom_path,
+            upload_dir=Path(settings.rom_dir),
+            max_upload_bytes=settings.max_rom_bytes,
         )
         manager = SessionManager(
             max_sessions=settings.max_sessions, ttl_seconds=settings.session_ttl_seconds,

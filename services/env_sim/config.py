@@ -12,7 +12,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_ENV_SIM_", extra="ignore")
 
     max_sessions: int = Field(16, ge=1, le=1024, description="open sessions at most; more get 429")
-    session_ttl_seconds: float = Field(600.0, gt=0, description="idle sessions are evicted after this")
+    session_ttl_seconds: float = Field(
+        600.0, gt=0, description="idle sessions are evicted after this"
+    )
     max_batch: int = Field(256, ge=1, le=10_000, description="actions per POST .../steps")
     max_frame_skip: int = Field(60, ge=1, le=60)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, description="request body limit")
@@ -22,7 +24,9 @@ class Settings(BaseSettings):
     allow_rom_upload: bool = False
     max_rom_bytes: int = Field(8 * 1024 * 1024, ge=32 * 1024)
     rom_dir: str = Field("/tmp/koholint-env-sim-roms", description="where uploaded ROMs are kept")
-    store_url: str = Field("/tmp/koholint-env-sim-store", description="object store: a path, file:// or s3://")
+    store_url: str = Field(
+        "/tmp/koholint-env-sim-store", description="object store: a path, file:// or s3://"
+    )
     tracing_exporter: str = Field("none", description="none | console | otlp")
     log_level: str = "INFO"
 

@@ -6,26 +6,25 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from koholint.store import ObjectStore
-
 from env_sim.config import Settings
 from env_sim.roms import RomRegistry
 from env_sim.sessions import SessionManager
+from koholint.store import ObjectStore
 
 
-def get_settings(request: Request) -> Settings:
+async def get_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def get_sessions(request: Request) -> SessionManager:
+async def get_sessions(request: Request) -> SessionManager:
     return request.app.state.sessions  # type: ignore[no-any-return]
 
 
-def get_store(request: Request) -> ObjectStore:
+async def get_store(request: Request) -> ObjectStore:
     return request.app.state.store  # type: ignore[no-any-return]
 
 
-def get_roms(request: Request) -> RomRegistry:
+async def get_roms(request: Request) -> RomRegistry:
     return request.app.state.roms  # type: ignore[no-any-return]
 
 

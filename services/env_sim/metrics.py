@@ -20,4 +20,6 @@ class Metrics:
             "env_sim_operation_seconds", "time to run one operation on a session",
             ["operation"], buckets=LATENCY_BUCKETS, registry=self.registry,
         )  # fmt: skip
-        self.evictions = Counter("env_sim_evictions", "idle sessions evicted", registry=self.registry)
+        self.evictions = Counter(
+            "env_sim_evictions", "idle sessions evicted", registry=self.registry
+        )

@@ -32,14 +32,19 @@ class RomRegistry:
 
     def describe(self) -> list[RomInfoModel]:
         return [
-            RomInfoModel(id=sha, title=info.title, sha256=sha, size=info.size, cgb=info.cgb, source=source)  # type: ignore[arg-type]
+            RomInfoModel(
+                id=sha, title=info.title, sha256=sha, size=info.size, cgb=info.cgb, source=source
+            )  # type: ignore[arg-type]
             for sha, (info, source) in self._roms.items()
         ]
 
     def upload(self, data: bytes) -> RomInfoModel:
         """Check, hash and keep an uploaded ROM (the route checks uploads are enabled)."""
         if len(data) > self._max_upload_bytes:
-            raise PayloadTooLargeError(f"ROM of {len(data)} bytes exceeds {self._max_upload_bytes}", limit_bytes=self._max_upload_bytes)
+            raise PayloadTooLargeError(
+                f"ROM of {len(data)} bytes exceeds {self._max_upload_bytes}",
+                limit_bytes=self._max_upload_bytes,
+            )
         try:
             validate_rom_bytes(data, "uploaded ROM")
         except InvalidRomError as error:

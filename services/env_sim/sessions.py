@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import logging
 import threading
 import time
@@ -20,22 +21,18 @@ from typing import Any, TypeVar
 
 import numpy as np
 
+from env_sim.metrics import Metrics
 from koholint.env import ZeldaEnv
 from koholint.png import encode_png
 from koholint.problems import ConflictError, NotFoundError, TooManyError, UnprocessableError
 from koholint.savestate import SaveStateError, unpack_state
 from koholint.schemas.env_sim import (
-    BatchResult,
     Observation,
     SessionInfo,
     SessionSettings,
-    StepResult,
-    Transition,
 )
 from koholint.state import GameState
 from koholint.states import UnknownStateError
-
-from env_sim.metrics import Metrics
 
 T = TypeVar("T")
 logger = logging.getLogger("env_sim.sessions")
@@ -70,7 +67,9 @@ def _observation(observation: np.ndarray, info: dict[str, Any]) -> dict[str, Any
 
 
 class SessionManager:
-    def __init__(self, *, max_sessions: int, ttl_seconds: float, workers: int, metrics: Metrics) -> None:
+    def __init__(
+        self, *, max_sessions: int, ttl_seconds: float, workers: int, metrics: Metrics
+    ) -> None:
         self.max_sessions = max_sessions
         self.ttl_seconds = ttl_seconds
         self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="emulator")
@@ -79,7 +78,9 @@ class SessionManager:
         self._create_lock = asyncio.Lock()
 
     # -- lifecycle --------------------------------------------------------------
-    async def create(self, settings: SessionSettings, rom_path: str, rom_id: str, start: Any) -> Session:
+    async def create(
+        self, settings: SessionSettings, rom_path: str, rom_id: str, start: Any
+    ) -> Session:
         async with self._create_lock:
             self.evict_idle()
             if len(self._sessions) >= self.max_sessions:
@@ -91,7 +92,9 @@ class SessionManager:
             session = Session(uuid.uuid4().hex, rom_id, settings, env, datetime.now(UTC))
             self._sessions[session.id] = session
         self.metrics.sessions.set(len(self._sessions))
-        logger.info("session created", extra={"session": session.id, "rom": rom_id, "event": "create"})
+        logger.info(
+            "session created", extra={"session": session.id, "rom": rom_id, "event": "create"}
+        )
         return session
 
     @staticmethod
@@ -114,7 +117,9 @@ class SessionManager:
     def get(self, session_id: str) -> Session:
         session = self._sessions.get(session_id)
         if session is None:
-            raise NotFoundError(f"no session {session_id!r}; it may have expired (GET /v1/sessions lists them)")
+            raise NotFoundError(
+                f"no session {session_id!r}; it may have expired (GET /v1/sessions lists them)"
+            )
         return session
 
     def list(self) -> list[Session]:
@@ -167,7 +172,9 @@ class SessionManager:
         """Run `work` on the session in the pool; 409 if another request holds the session."""
         session = self.get(session_id)
         if not session.lock.acquire(blocking=False):
-            raise ConflictError(f"session {session_id} is busy with another request; retry when it finishes")
+            raise ConflictError(
+                f"session {session_id} is busy with another request; retry when it finishes"
+            )
         started = time.perf_counter()
         try:
             return await self._in_pool(lambda: work(session))
@@ -189,14 +196,19 @@ def reset(session: Session, seed: int | None, start: Any) -> Observation:
     return Observation.model_validate(_observation(observation, info))
 
 
-def _transition(action: int, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]) -> Transition:
-    return Transition(
-        action=action, applied_action=info["action"], reward=reward,
-        reward_components=info["reward_components"], terminated=terminated, truncated=truncated,
-    )  # fmt: skip
+def _transition(
+    action: int, reward: float, terminated: bool, truncated: bool, info: dict[str, Any]
+) -> dict[str, Any]:
+    """A Transition as plain data (responses are built straight from dicts on the hot path)."""
+    return {
+        "action": action, "applied_action": info["action"], "reward": reward,
+        "reward_components": info["reward_components"], "terminated": terminated, "truncated": truncated,
+    }  # fmt: skip
 
 
-def _step(session: Session, action: int, render: bool) -> tuple[np.ndarray, Transition, dict[str, Any]]:
+def _step(
+    session: Session, action: int, render: bool
+) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
     session.env.render_mode = "rgb_array" if render else None
     try:
         observation, reward, terminated, truncated, info = session.env.step(action)
@@ -207,15 +219,21 @@ def _step(session: Session, action: int, render: bool) -> tuple[np.ndarray, Tran
     return observation, _transition(action, float(reward), terminated, truncated, info), info
 
 
-def step(session: Session, action: int, frame: bool) -> StepResult:
+def step(session: Session, action: int, frame: bool) -> bytes:
+    """The StepResult as JSON bytes: built straight from plain data, the hot path of the API
+    (the state dict's agreement with GameState is tested in koholint's env tests)."""
     observation, transition, info = _step(session, action, frame)
     document = _observation(observation, info)
-    if frame:
-        document["frame_png"] = _frame_b64(session.env)
-    return StepResult.model_validate({**document, "transition": transition})
+    document["frame_png"] = _frame_b64(session.env) if frame else None
+    document["transition"] = transition
+    return _json(document)
 
 
-def steps(session: Session, actions: list[int], frames: bool) -> BatchResult:
+def _json(document: dict[str, Any]) -> bytes:
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def steps(session: Session, actions: list[int], frames: bool) -> tuple[bytes, int]:
     """Step through the batch; stop early when the episode ends (the rest is not applied)."""
     transitions, images = [], []
     observation, info = None, None
@@ -224,12 +242,17 @@ def steps(session: Session, actions: list[int], frames: bool) -> BatchResult:
         transitions.append(transition)
         if frames:
             images.append(_frame_b64(session.env))
-        if transition.terminated or transition.truncated:
+        if transition["terminated"] or transition["truncated"]:
             break
     if observation is None or info is None:
         raise UnprocessableError("a batch needs at least one action")
-    document = {**_observation(observation, info), "steps": transitions, "frames_png": images if frames else None}
-    return BatchResult.model_validate(document)
+    document = {
+        **_observation(observation, info),
+        "frame_png": None,
+        "steps": transitions,
+        "frames_png": images if frames else None,
+    }
+    return _json(document), len(transitions)
 
 
 def state(session: Session) -> GameState:

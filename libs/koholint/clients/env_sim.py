@@ -46,13 +46,23 @@ def _check(response: httpx.Response) -> httpx.Response:
 
 
 def _settings(settings: dict[str, Any]) -> dict[str, Any]:
-    return {name: value for name, value in settings.items() if value is not None or name == "start_state"}
+    return {
+        name: value
+        for name, value in settings.items()
+        if value is not None or name == "start_state"
+    }
 
 
 class EnvSimClient:
     """Synchronous client of one env-sim server."""
 
-    def __init__(self, base_url: str, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
 
     def close(self) -> None:
@@ -65,7 +75,9 @@ class EnvSimClient:
         self.close()
 
     def create_session(self, **settings: Any) -> SessionInfo:
-        return SessionInfo.model_validate(_check(self.http.post("/v1/sessions", json=_settings(settings))).json())
+        return SessionInfo.model_validate(
+            _check(self.http.post("/v1/sessions", json=_settings(settings))).json()
+        )
 
     def list_sessions(self) -> SessionList:
         return SessionList.model_validate(_check(self.http.get("/v1/sessions")).json())
@@ -74,39 +86,61 @@ class EnvSimClient:
         _check(self.http.delete(f"/v1/sessions/{session_id}"))
 
     def reset(self, session_id: str, **request: Any) -> Observation:
-        return Observation.model_validate(_check(self.http.post(f"/v1/sessions/{session_id}/reset", json=request)).json())
+        return Observation.model_validate(
+            _check(self.http.post(f"/v1/sessions/{session_id}/reset", json=request)).json()
+        )
 
     def step(self, session_id: str, action: int, *, frame: bool = False) -> StepResult:
         body = {"action": int(action), "frame": frame}
-        return StepResult.model_validate(_check(self.http.post(f"/v1/sessions/{session_id}/step", json=body)).json())
+        return StepResult.model_validate(
+            _check(self.http.post(f"/v1/sessions/{session_id}/step", json=body)).json()
+        )
 
     def steps(self, session_id: str, actions: list[int], *, frames: bool = False) -> BatchResult:
         body = {"actions": [int(a) for a in actions], "frames": frames}
-        return BatchResult.model_validate(_check(self.http.post(f"/v1/sessions/{session_id}/steps", json=body)).json())
+        return BatchResult.model_validate(
+            _check(self.http.post(f"/v1/sessions/{session_id}/steps", json=body)).json()
+        )
 
     def state(self, session_id: str) -> GameState:
-        return GameState.model_validate(_check(self.http.get(f"/v1/sessions/{session_id}/state")).json())
+        return GameState.model_validate(
+            _check(self.http.get(f"/v1/sessions/{session_id}/state")).json()
+        )
 
     def frame_png(self, session_id: str) -> bytes:
         return _check(self.http.get(f"/v1/sessions/{session_id}/frame.png")).content
 
     def save(self, session_id: str) -> SavedState:
-        return SavedState.model_validate(_check(self.http.post(f"/v1/sessions/{session_id}/save")).json())
+        return SavedState.model_validate(
+            _check(self.http.post(f"/v1/sessions/{session_id}/save")).json()
+        )
 
-    def load(self, session_id: str, *, saved_state_id: str | None = None, state_bytes: bytes | None = None) -> Observation:
+    def load(
+        self,
+        session_id: str,
+        *,
+        saved_state_id: str | None = None,
+        state_bytes: bytes | None = None,
+    ) -> Observation:
         url = f"/v1/sessions/{session_id}/load"
         if state_bytes is not None:
-            response = self.http.post(url, content=state_bytes, headers={"content-type": "application/octet-stream"})
+            response = self.http.post(
+                url, content=state_bytes, headers={"content-type": "application/octet-stream"}
+            )
         else:
             response = self.http.post(url, json={"saved_state_id": saved_state_id})
         return Observation.model_validate(_check(response).json())
 
     def tick(self, session_id: str, buttons: int, frames: int) -> int:
         body = {"buttons": int(buttons), "frames": frames}
-        return TickResult.model_validate(_check(self.http.post(f"/v1/sessions/{session_id}/tick", json=body)).json()).frame
+        return TickResult.model_validate(
+            _check(self.http.post(f"/v1/sessions/{session_id}/tick", json=body)).json()
+        ).frame
 
     def read_memory(self, session_id: str, address: int, count: int = 1) -> bytes:
-        response = self.http.get(f"/v1/sessions/{session_id}/memory", params={"address": address, "count": count})
+        response = self.http.get(
+            f"/v1/sessions/{session_id}/memory", params={"address": address, "count": count}
+        )
         return bytes.fromhex(MemoryRead.model_validate(_check(response).json()).data_hex)
 
     def roms(self) -> RomList:
@@ -116,7 +150,13 @@ class EnvSimClient:
 class AsyncEnvSimClient:
     """Asynchronous client of one env-sim server (the same calls as EnvSimClient)."""
 
-    def __init__(self, base_url: str, *, timeout: httpx.Timeout = DEFAULT_TIMEOUT, transport: httpx.AsyncBaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
         self.http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
 
     async def aclose(self) -> None:
@@ -129,27 +169,41 @@ class AsyncEnvSimClient:
         await self.aclose()
 
     async def create_session(self, **settings: Any) -> SessionInfo:
-        return SessionInfo.model_validate(_check(await self.http.post("/v1/sessions", json=_settings(settings))).json())
+        return SessionInfo.model_validate(
+            _check(await self.http.post("/v1/sessions", json=_settings(settings))).json()
+        )
 
     async def delete_session(self, session_id: str) -> None:
         _check(await self.http.delete(f"/v1/sessions/{session_id}"))
 
     async def reset(self, session_id: str, **request: Any) -> Observation:
-        return Observation.model_validate(_check(await self.http.post(f"/v1/sessions/{session_id}/reset", json=request)).json())
+        return Observation.model_validate(
+            _check(await self.http.post(f"/v1/sessions/{session_id}/reset", json=request)).json()
+        )
 
     async def step(self, session_id: str, action: int, *, frame: bool = False) -> StepResult:
         body = {"action": int(action), "frame": frame}
-        return StepResult.model_validate(_check(await self.http.post(f"/v1/sessions/{session_id}/step", json=body)).json())
+        return StepResult.model_validate(
+            _check(await self.http.post(f"/v1/sessions/{session_id}/step", json=body)).json()
+        )
 
-    async def steps(self, session_id: str, actions: list[int], *, frames: bool = False) -> BatchResult:
+    async def steps(
+        self, session_id: str, actions: list[int], *, frames: bool = False
+    ) -> BatchResult:
         body = {"actions": [int(a) for a in actions], "frames": frames}
-        return BatchResult.model_validate(_check(await self.http.post(f"/v1/sessions/{session_id}/steps", json=body)).json())
+        return BatchResult.model_validate(
+            _check(await self.http.post(f"/v1/sessions/{session_id}/steps", json=body)).json()
+        )
 
     async def state(self, session_id: str) -> GameState:
-        return GameState.model_validate(_check(await self.http.get(f"/v1/sessions/{session_id}/state")).json())
+        return GameState.model_validate(
+            _check(await self.http.get(f"/v1/sessions/{session_id}/state")).json()
+        )
 
     async def read_memory(self, session_id: str, address: int, count: int = 1) -> bytes:
-        response = await self.http.get(f"/v1/sessions/{session_id}/memory", params={"address": address, "count": count})
+        response = await self.http.get(
+            f"/v1/sessions/{session_id}/memory", params={"address": address, "count": count}
+        )
         return bytes.fromhex(MemoryRead.model_validate(_check(response).json()).data_hex)
 
 
@@ -190,15 +244,31 @@ class RemoteEnv:
         self.client = client
         self.session_id = session_id
 
-    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
         request: dict[str, Any] = {"seed": seed}
         if options and "start_state" in options:
             request["start_state"] = options["start_state"]
-        result = self.client.reset(self.session_id, **{k: v for k, v in request.items() if v is not None})
-        return np.asarray(result.observation, dtype=np.float32), {"state": result.state.model_dump()}
+        result = self.client.reset(
+            self.session_id, **{k: v for k, v in request.items() if v is not None}
+        )
+        return np.asarray(result.observation, dtype=np.float32), {
+            "state": result.state.model_dump()
+        }
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         result = self.client.step(self.session_id, action)
         t = result.transition
-        info = {"state": result.state.model_dump(), "reward_components": t.reward_components, "action": t.applied_action}
-        return np.asarray(result.observation, dtype=np.float32), t.reward, t.terminated, t.truncated, info
+        info = {
+            "state": result.state.model_dump(),
+            "reward_components": t.reward_components,
+            "action": t.applied_action,
+        }
+        return (
+            np.asarray(result.observation, dtype=np.float32),
+            t.reward,
+            t.terminated,
+            t.truncated,
+            info,
+        )

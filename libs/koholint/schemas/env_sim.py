@@ -24,9 +24,19 @@ class _Body(BaseModel):
 class SessionSettings(_Body):
     """How a session's environment is made."""
 
-    rom_id: str = Field(CARTRIDGE_ROM_ID, pattern=ROM_ID_PATTERN, description="'cartridge' or a ROM sha256 from GET /v1/roms")
-    start_state: str | None = Field("start_of_play", pattern=STATE_NAME_PATTERN, description="a named state; null = power-on")
-    saved_state_id: str | None = Field(None, pattern=STATE_ID_PATTERN, description="a state saved with POST .../save; overrides start_state")
+    rom_id: str = Field(
+        CARTRIDGE_ROM_ID,
+        pattern=ROM_ID_PATTERN,
+        description="'cartridge' or a ROM sha256 from GET /v1/roms",
+    )
+    start_state: str | None = Field(
+        "start_of_play", pattern=STATE_NAME_PATTERN, description="a named state; null = power-on"
+    )
+    saved_state_id: str | None = Field(
+        None,
+        pattern=STATE_ID_PATTERN,
+        description="a state saved with POST .../save; overrides start_state",
+    )
     seed: int = Field(0, ge=0, le=MAX_SEED)
     frame_skip: int = Field(4, ge=1, le=60)
     sticky_action_probability: float = Field(0.0, ge=0.0, lt=1.0)
@@ -54,7 +64,9 @@ class SessionList(_Body):
 
 class ResetRequest(_Body):
     seed: int | None = Field(None, ge=0, le=MAX_SEED)
-    start_state: str | None = Field(None, pattern=STATE_NAME_PATTERN, description="a named state (default: the session's)")
+    start_state: str | None = Field(
+        None, pattern=STATE_NAME_PATTERN, description="a named state (default: the session's)"
+    )
     saved_state_id: str | None = Field(None, pattern=STATE_ID_PATTERN)
 
 
@@ -64,7 +76,9 @@ class StepRequest(_Body):
 
 
 class StepsRequest(_Body):
-    actions: list[int] = Field(min_length=1, description="at most the server's max_batch actions, each 0..8")
+    actions: list[int] = Field(
+        min_length=1, description="at most the server's max_batch actions, each 0..8"
+    )
     frames: bool = Field(False, description="include every step's frame as base64 PNG")
 
 

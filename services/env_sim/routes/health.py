@@ -6,10 +6,9 @@ import asyncio
 
 from fastapi import APIRouter
 
+from env_sim.deps import RomsDep, StoreDep
 from koholint.problems import UnavailableError
 from koholint.store import StoreError
-
-from env_sim.deps import RomsDep, StoreDep
 
 router = APIRouter(tags=["health"])
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request
 
-from koholint.schemas.env_sim import RomInfo, RomList
-
 from env_sim.deps import RomsDep, SettingsDep
 from env_sim.roms import require_uploads_enabled
+from koholint.schemas.env_sim import RomInfo, RomList
 
 router = APIRouter(prefix="/v1/roms", tags=["roms"])
 
@@ -21,7 +20,14 @@ async def list_roms(roms: RomsDep) -> RomList:
 @router.post(
     "",
     status_code=201,
-    openapi_extra={"requestBody": {"content": {"application/octet-stream": {"schema": {"type": "string", "format": "binary"}}}, "required": True}},
+    openapi_extra={
+        "requestBody": {
+            "content": {
+                "application/octet-stream": {"schema": {"type": "string", "format": "binary"}}
+            },
+            "required": True,
+        }
+    },
 )
 async def upload_rom(request: Request, roms: RomsDep, settings: SettingsDep) -> RomInfo:
     """Upload a ROM (only when an operator turned uploads on): size-limited, header-checked."""

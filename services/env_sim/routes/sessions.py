@@ -7,6 +7,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request, Response
 
+from env_sim import sessions as ops
+from env_sim.deps import RomsDep, SessionsDep, SettingsDep, StoreDep
 from koholint.problems import PayloadTooLargeError, UnprocessableError
 from koholint.schemas.env_sim import (
     BatchResult,
@@ -26,9 +28,6 @@ from koholint.schemas.env_sim import (
 )
 from koholint.state import GameState
 from koholint.store import ObjectNotFoundError, ObjectStore
-
-from env_sim import sessions as ops
-from env_sim.deps import RomsDep, SessionsDep, SettingsDep, StoreDep
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 MAX_MEMORY_READ = 4096
@@ -55,13 +54,24 @@ def _start(body: SessionSettings | ResetRequest, store: ObjectStore) -> Any:
 
 
 @router.post("", status_code=201)
-async def create_session(body: SessionSettings, sessions: SessionsDep, roms: RomsDep, store: StoreDep, settings: SettingsDep) -> SessionInfo:
+async def create_session(
+    body: SessionSettings,
+    sessions: SessionsDep,
+    roms: RomsDep,
+    store: StoreDep,
+    settings: SettingsDep,
+) -> SessionInfo:
     """Create a session (its environment is reset and ready to step)."""
     if body.frame_skip > settings.max_frame_skip:
-        raise UnprocessableError(f"frame_skip {body.frame_skip} exceeds this server's {settings.max_frame_skip}", limit=settings.max_frame_skip)
+        raise UnprocessableError(
+            f"frame_skip {body.frame_skip} exceeds this server's {settings.max_frame_skip}",
+            limit=settings.max_frame_skip,
+        )
     rom = roms.resolve(body.rom_id)
     if body.start_state is not None and not body.saved_state_id and not rom.is_bundled_cartridge:
-        raise UnprocessableError("named start states belong to the cartridge; use start_state null (power-on)")
+        raise UnprocessableError(
+            "named start states belong to the cartridge; use start_state null (power-on)"
+        )
     start = await sessions._in_pool(lambda: _start(body, store))
     session = await sessions.create(body, str(rom.path), rom.sha256, start)
     return session.info()
@@ -70,7 +80,9 @@ async def create_session(body: SessionSettings, sessions: SessionsDep, roms: Rom
 @router.get("")
 async def list_sessions(sessions: SessionsDep) -> SessionList:
     """List the open sessions."""
-    return SessionList(sessions=[s.info() for s in sessions.list()], max_sessions=sessions.max_sessions)
+    return SessionList(
+        sessions=[s.info() for s in sessions.list()], max_sessions=sessions.max_sessions
+    )
 
 
 @router.get("/{session_id}")
@@ -87,32 +99,47 @@ async def delete_session(session_id: str, sessions: SessionsDep) -> Response:
 
 
 @router.post("/{session_id}/reset")
-async def reset_session(session_id: str, sessions: SessionsDep, store: StoreDep, body: ResetRequest | None = None) -> Observation:
+async def reset_session(
+    session_id: str, sessions: SessionsDep, store: StoreDep, body: ResetRequest | None = None
+) -> Observation:
     """Start a new episode (from the session's start state unless the body names another)."""
     request = body or ResetRequest()
-    start = await sessions._in_pool(lambda: _start(request, store)) if (request.saved_state_id or request.start_state) else None
+    start = (
+        await sessions._in_pool(lambda: _start(request, store))
+        if (request.saved_state_id or request.start_state)
+        else None
+    )
     return await sessions.run(session_id, "reset", lambda s: ops.reset(s, request.seed, start))
 
 
-@router.post("/{session_id}/step")
-async def step_session(session_id: str, body: StepRequest, sessions: SessionsDep) -> StepResult:
+@router.post("/{session_id}/step", response_model=StepResult)
+async def step_session(session_id: str, body: StepRequest, sessions: SessionsDep) -> Response:
     """Take one action."""
     result = await sessions.run(session_id, "step", lambda s: ops.step(s, body.action, body.frame))
     sessions.metrics.steps.inc()
-    return result
+    return Response(result, media_type="application/json")
 
 
-@router.post("/{session_id}/steps")
-async def step_session_batch(session_id: str, body: StepsRequest, sessions: SessionsDep, settings: SettingsDep) -> BatchResult:
+@router.post("/{session_id}/steps", response_model=BatchResult)
+async def step_session_batch(
+    session_id: str, body: StepsRequest, sessions: SessionsDep, settings: SettingsDep
+) -> Response:
     """Take a batch of actions; stops early when the episode ends."""
     if len(body.actions) > settings.max_batch:
-        raise PayloadTooLargeError(f"{len(body.actions)} actions exceed the batch limit", limit=settings.max_batch)
+        raise PayloadTooLargeError(
+            f"{len(body.actions)} actions exceed the batch limit", limit=settings.max_batch
+        )
     bad = [index for index, action in enumerate(body.actions) if not 0 <= action <= 8]
     if bad:
-        raise UnprocessableError(f"actions[{bad[0]}] = {body.actions[bad[0]]} is not an action 0..8", field=f"actions.{bad[0]}")
-    result = await sessions.run(session_id, "steps", lambda s: ops.steps(s, body.actions, body.frames))
-    sessions.metrics.steps.inc(len(result.steps))
-    return result
+        raise UnprocessableError(
+            f"actions[{bad[0]}] = {body.actions[bad[0]]} is not an action 0..8",
+            field=f"actions.{bad[0]}",
+        )
+    result, count = await sessions.run(
+        session_id, "steps", lambda s: ops.steps(s, body.actions, body.frames)
+    )
+    sessions.metrics.steps.inc(count)
+    return Response(result, media_type="application/json")
 
 
 @router.get("/{session_id}/state")
@@ -121,7 +148,11 @@ async def get_state(session_id: str, sessions: SessionsDep) -> GameState:
     return await sessions.run(session_id, "state", ops.state)
 
 
-@router.get("/{session_id}/frame.png", response_class=Response, responses={200: {"content": {"image/png": {}}}})
+@router.get(
+    "/{session_id}/frame.png",
+    response_class=Response,
+    responses={200: {"content": {"image/png": {}}}},
+)
 async def get_frame(session_id: str, sessions: SessionsDep) -> Response:
     """The screen now, as PNG (the game does not advance)."""
     png = await sessions.run(session_id, "frame", ops.frame_png)
@@ -134,7 +165,13 @@ async def save_state(session_id: str, sessions: SessionsDep, store: StoreDep) ->
     blob = await sessions.run(session_id, "save", lambda s: s.env.gameboy.save_state())
     state_id = uuid.uuid4().hex
     info = await sessions._in_pool(lambda: store.put(_state_key(state_id), blob))
-    return SavedState(id=state_id, rom_id=sessions.get(session_id).rom_id, size=info.size, sha256=info.sha256, key=info.key)
+    return SavedState(
+        id=state_id,
+        rom_id=sessions.get(session_id).rom_id,
+        size=info.size,
+        sha256=info.sha256,
+        key=info.key,
+    )
 
 
 LOAD_BODY = {
@@ -149,17 +186,26 @@ LOAD_BODY = {
 
 
 @router.post("/{session_id}/load", openapi_extra=LOAD_BODY)
-async def load_state(session_id: str, request: Request, sessions: SessionsDep, store: StoreDep, settings: SettingsDep) -> Observation:
+async def load_state(
+    session_id: str, request: Request, sessions: SessionsDep, store: StoreDep, settings: SettingsDep
+) -> Observation:
     """Start a new episode from a saved state: by id (JSON) or uploaded bytes (octet-stream)."""
     if request.headers.get("content-type", "").startswith(OCTET_STREAM):
         blob = await request.body()
         if len(blob) > settings.max_state_bytes:
-            raise PayloadTooLargeError(f"state of {len(blob)} bytes exceeds the limit", limit_bytes=settings.max_state_bytes)
+            raise PayloadTooLargeError(
+                f"state of {len(blob)} bytes exceeds the limit",
+                limit_bytes=settings.max_state_bytes,
+            )
     else:
         try:
             body = LoadRequest.model_validate_json(await request.body())
         except ValueError as error:
-            raise UnprocessableError(f"expected {{'saved_state_id': ...}} or {OCTET_STREAM} bytes ({error})".replace("\n", " ")) from None
+            raise UnprocessableError(
+                f"expected {{'saved_state_id': ...}} or {OCTET_STREAM} bytes ({error})".replace(
+                    "\n", " "
+                )
+            ) from None
         blob = await sessions._in_pool(lambda: _saved_state(store, body.saved_state_id))
     return await sessions.run(session_id, "load", lambda s: ops.load(s, blob))
 
@@ -183,5 +229,3 @@ async def read_memory(
         raise UnprocessableError("the read leaves the 16-bit address space", field="count")
     data = await sessions.run(session_id, "memory", lambda s: ops.memory(s, address, count))
     return MemoryRead(address=address, data_hex=data.hex())
-
-

@@ -121,5 +121,7 @@ def test_slot_changes_when_its_ram_source_does(slot, base_state):
         gameboy.load_state(base_state)
         before = encoded_after(gameboy, setup)
         after = encoded_after(gameboy, change)
-    assert before[slot.position] != after[slot.position], f"{slot.name} ({slot.source}) did not move"
+    assert before[slot.position] != after[slot.position], (
+        f"{slot.name} ({slot.source}) did not move"
+    )
     assert np.all(np.abs(after) <= 1.0)

@@ -53,7 +53,9 @@ def s3_endpoint():
 
 @pytest.fixture
 def s3_store(s3_endpoint) -> S3Store:
-    store = S3Store.connect(s3_endpoint, ACCESS, SECRET, BUCKET, secure=False, prefix="test", region="us-east-1")
+    store = S3Store.connect(
+        s3_endpoint, ACCESS, SECRET, BUCKET, secure=False, prefix="test", region="us-east-1"
+    )
     if not store.client.bucket_exists(BUCKET):
         store.client.make_bucket(BUCKET)
     for key in store.list():
@@ -112,19 +114,25 @@ def test_local_checksum_mismatch_is_detected(tmp_path: Path):
 def test_s3_checksum_mismatch_is_detected(s3_store):
     import io
 
-    s3_store.client.put_object(BUCKET, "test/raw", io.BytesIO(b"x"), 1, metadata={"sha256": "0" * 64})
+    s3_store.client.put_object(
+        BUCKET, "test/raw", io.BytesIO(b"x"), 1, metadata={"sha256": "0" * 64}
+    )
     with pytest.raises(ChecksumMismatchError):
         s3_store.get("raw")
 
 
 def test_check_reports_a_missing_bucket(s3_endpoint):
-    store = S3Store.connect(s3_endpoint, ACCESS, SECRET, "no-such-bucket", secure=False, region="us-east-1")
+    store = S3Store.connect(
+        s3_endpoint, ACCESS, SECRET, "no-such-bucket", secure=False, region="us-east-1"
+    )
     with pytest.raises(StoreError, match="does not exist"):
         store.check()
 
 
 def test_check_reports_an_unreachable_server():
-    store = S3Store.connect(f"127.0.0.1:{free_port()}", ACCESS, SECRET, BUCKET, secure=False, region="us-east-1")
+    store = S3Store.connect(
+        f"127.0.0.1:{free_port()}", ACCESS, SECRET, BUCKET, secure=False, region="us-east-1"
+    )
     store.client._http.connection_pool_kw["retries"] = 0
     with pytest.raises(StoreError, match="unreachable"):
         store.check()

@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from env_sim.app import create_app
 from koholint.emulator import GameBoy
 from koholint.rom import TITLE_START, bundled_cartridge, header_checksum
-
-from env_sim.app import create_app
 
 pytestmark = pytest.mark.anyio
 PROBLEM = "application/problem+json"
@@ -51,7 +50,9 @@ async def test_step_returns_observation_state_and_reward_components(client):
     assert body["state"]["room"] == {"indoor": False, "map": 0, "room": 0x21}
     assert set(body["transition"]["reward_components"]) >= {"new_room", "coverage", "damage"}
     assert body["frame_png"] is None  # frames only when asked
-    with_frame = (await client.post(f"/v1/sessions/{session}/step", json={"action": 0, "frame": True})).json()
+    with_frame = (
+        await client.post(f"/v1/sessions/{session}/step", json={"action": 0, "frame": True})
+    ).json()
     assert base64.b64decode(with_frame["frame_png"]).startswith(b"\x89PNG")
 
 
@@ -62,7 +63,9 @@ async def test_batch_steps_and_final_observation(client):
     assert body["frames_png"] is None
     assert body["state"]["room"]["room"] == 0x11  # walked north into the crossroads
     assert sum(step["reward_components"]["new_room"] for step in body["steps"]) == 1
-    framed = (await client.post(f"/v1/sessions/{session}/steps", json={"actions": [0, 0], "frames": True})).json()
+    framed = (
+        await client.post(f"/v1/sessions/{session}/steps", json={"actions": [0, 0], "frames": True})
+    ).json()
     assert len(framed["frames_png"]) == 2
 
 
@@ -75,7 +78,9 @@ async def test_batch_stops_when_the_episode_ends(client):
 
 async def test_reset_from_another_named_state(client):
     session = await new_session(client)
-    body = (await client.post(f"/v1/sessions/{session}/reset", json={"start_state": "dungeon_entrance"})).json()
+    body = (
+        await client.post(f"/v1/sessions/{session}/reset", json={"start_state": "dungeon_entrance"})
+    ).json()
     assert body["state"]["room"] == {"indoor": True, "map": 0, "room": 0x10}
     unknown = await client.post(f"/v1/sessions/{session}/reset", json={"start_state": "castle"})
     assert unknown.status_code == 422
@@ -110,7 +115,11 @@ async def test_limits_answer_with_the_limit(client):
     assert too_many.json()["limit"] == 64
     skip = await client.post("/v1/sessions", json={"frame_skip": 61})
     assert skip.status_code == 422
-    big = await client.post(f"/v1/sessions/{session}/steps", content=b"[" + b"0," * 40_000 + b"0]", headers={"content-type": "application/json"})
+    big = await client.post(
+        f"/v1/sessions/{session}/steps",
+        content=b"[" + b"0," * 40_000 + b"0]",
+        headers={"content-type": "application/json"},
+    )
     assert big.status_code == 413
     assert big.json()["limit_bytes"] == 64 * 1024
 
@@ -129,7 +138,9 @@ async def test_idle_sessions_are_evicted(settings):
     async with app.router.lifespan_context(app):
         import httpx
 
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://e") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://e"
+        ) as client:
             session = await new_session(client)
             await asyncio.sleep(0.6)
             assert (await client.get(f"/v1/sessions/{session}")).status_code == 404
@@ -156,7 +167,9 @@ async def test_save_then_load_restores_the_state(client):
     assert saved["key"] == f"states/{saved['id']}.state"
     before = (await client.get(f"/v1/sessions/{session}/state")).json()
     await client.post(f"/v1/sessions/{session}/steps", json={"actions": [4] * 10})
-    loaded = (await client.post(f"/v1/sessions/{session}/load", json={"saved_state_id": saved["id"]})).json()
+    loaded = (
+        await client.post(f"/v1/sessions/{session}/load", json={"saved_state_id": saved["id"]})
+    ).json()
     assert loaded["state"]["link"] == before["link"]
     other = await new_session(client, saved_state_id=saved["id"])
     assert (await client.get(f"/v1/sessions/{other}/state")).json()["link"] == before["link"]
@@ -165,17 +178,33 @@ async def test_save_then_load_restores_the_state(client):
 async def test_bad_state_bytes_leave_the_session_untouched(client, tmp_path: Path):
     session = await new_session(client)
     await client.post(f"/v1/sessions/{session}/steps", json={"actions": [4] * 5})
-    before = (await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xC000, "count": 4096})).json()
-    corrupt = await client.post(f"/v1/sessions/{session}/load", content=b"KHLSTATE-not-really", headers={"content-type": "application/octet-stream"})
+    before = (
+        await client.get(
+            f"/v1/sessions/{session}/memory", params={"address": 0xC000, "count": 4096}
+        )
+    ).json()
+    corrupt = await client.post(
+        f"/v1/sessions/{session}/load",
+        content=b"KHLSTATE-not-really",
+        headers={"content-type": "application/octet-stream"},
+    )
     assert corrupt.status_code == 422
     rom = tmp_path / "other.gb"
     rom.write_bytes(other_rom_bytes())
     with GameBoy(rom=rom) as gameboy:
         foreign = gameboy.save_state()
-    wrong_rom = await client.post(f"/v1/sessions/{session}/load", content=foreign, headers={"content-type": "application/octet-stream"})
+    wrong_rom = await client.post(
+        f"/v1/sessions/{session}/load",
+        content=foreign,
+        headers={"content-type": "application/octet-stream"},
+    )
     assert wrong_rom.status_code == 422
     assert "load it with the ROM it was made from" in wrong_rom.json()["detail"]
-    after = (await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xC000, "count": 4096})).json()
+    after = (
+        await client.get(
+            f"/v1/sessions/{session}/memory", params={"address": 0xC000, "count": 4096}
+        )
+    ).json()
     assert after == before
     missing = await client.post(f"/v1/sessions/{session}/load", json={"saved_state_id": "0" * 32})
     assert missing.status_code == 404
@@ -186,29 +215,49 @@ async def test_uploaded_state_bytes_load(client):
     with GameBoy() as gameboy:
         gameboy.reset("last_room")
         blob = gameboy.save_state()
-    loaded = await client.post(f"/v1/sessions/{session}/load", content=blob, headers={"content-type": "application/octet-stream"})
+    loaded = await client.post(
+        f"/v1/sessions/{session}/load",
+        content=blob,
+        headers={"content-type": "application/octet-stream"},
+    )
     assert loaded.status_code == 200
     assert loaded.json()["state"]["room"] == {"indoor": True, "map": 0, "room": 0x01}
 
 
 async def test_frame_png_does_not_advance_the_game(client):
     session = await new_session(client)
-    before = (await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xC000, "count": 8192})).json()
+    before = (
+        await client.get(
+            f"/v1/sessions/{session}/memory", params={"address": 0xC000, "count": 8192}
+        )
+    ).json()
     response = await client.get(f"/v1/sessions/{session}/frame.png")
     assert response.headers["content-type"] == "image/png"
     assert response.content.startswith(b"\x89PNG\r\n\x1a\n")
-    after = (await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xC000, "count": 8192})).json()
+    after = (
+        await client.get(
+            f"/v1/sessions/{session}/memory", params={"address": 0xC000, "count": 8192}
+        )
+    ).json()
     assert after == before
 
 
 async def test_tick_and_memory_for_frame_level_clients(client):
     session = await new_session(client)
-    x = (await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xFF98})).json()["data_hex"]
-    frame = (await client.post(f"/v1/sessions/{session}/tick", json={"buttons": 0x01, "frames": 10})).json()["frame"]
-    moved = (await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xFF98})).json()["data_hex"]
+    x = (await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xFF98})).json()[
+        "data_hex"
+    ]
+    frame = (
+        await client.post(f"/v1/sessions/{session}/tick", json={"buttons": 0x01, "frames": 10})
+    ).json()["frame"]
+    moved = (await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xFF98})).json()[
+        "data_hex"
+    ]
     assert int(moved, 16) > int(x, 16)
     assert frame > 0
-    out_of_range = await client.get(f"/v1/sessions/{session}/memory", params={"address": 0xFFFF, "count": 2})
+    out_of_range = await client.get(
+        f"/v1/sessions/{session}/memory", params={"address": 0xFFFF, "count": 2}
+    )
     assert out_of_range.status_code == 422
 
 
@@ -216,13 +265,19 @@ async def test_roms_list_and_upload_switch(client, settings):
     roms = (await client.get("/v1/roms")).json()["roms"]
     assert [rom["source"] for rom in roms] == ["bundled"]
     assert roms[0]["title"] == "KOHOLINT"
-    refused = await client.post("/v1/roms", content=other_rom_bytes(), headers={"content-type": "application/octet-stream"})
+    refused = await client.post(
+        "/v1/roms", content=other_rom_bytes(), headers={"content-type": "application/octet-stream"}
+    )
     assert refused.status_code == 403
     settings.allow_rom_upload = True
-    uploaded = await client.post("/v1/roms", content=other_rom_bytes(), headers={"content-type": "application/octet-stream"})
+    uploaded = await client.post(
+        "/v1/roms", content=other_rom_bytes(), headers={"content-type": "application/octet-stream"}
+    )
     assert uploaded.status_code == 201
     rom_id = uploaded.json()["id"]
-    junk = await client.post("/v1/roms", content=b"\x00" * 40_000, headers={"content-type": "application/octet-stream"})
+    junk = await client.post(
+        "/v1/roms", content=b"\x00" * 40_000, headers={"content-type": "application/octet-stream"}
+    )
     assert junk.status_code == 422
     named = await client.post("/v1/sessions", json={"rom_id": rom_id})
     assert named.status_code == 422  # named states belong to the cartridge
@@ -251,7 +306,9 @@ async def test_readiness_fails_when_the_store_cannot_write(settings, tmp_path: P
     async with app.router.lifespan_context(app):
         import httpx
 
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://e") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://e"
+        ) as client:
             response = await client.get("/readyz")
     assert response.status_code == 503
     assert "object store not ready" in response.json()["detail"]
@@ -263,6 +320,27 @@ async def test_tracing_records_spans_when_an_exporter_is_set(settings):
     async with app.router.lifespan_context(app):
         import httpx
 
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://e") as client:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://e"
+        ) as client:
             await client.get("/healthz")
     assert any("/healthz" in span.name for span in exporter.get_finished_spans())
+
+
+async def test_hot_path_responses_follow_the_contract(client):
+    """step and steps build their JSON without pydantic; the schemas must still accept it."""
+    from koholint.schemas.env_sim import BatchResult, StepResult
+
+    session = await new_session(client)
+    StepResult.model_validate(
+        (
+            await client.post(f"/v1/sessions/{session}/step", json={"action": 5, "frame": True})
+        ).json()
+    )
+    BatchResult.model_validate(
+        (
+            await client.post(
+                f"/v1/sessions/{session}/steps", json={"actions": [1, 2, 5], "frames": True}
+            )
+        ).json()
+    )

@@ -74,7 +74,12 @@ def remote_trajectory(url: str, session: str, actions: list[int]) -> list[str]:
         hashes = []
         for action in actions:
             client.step(session, action)
-            hashes.append(hashlib.sha1(client.read_memory(session, 0xC000, 4096) + client.read_memory(session, 0xD000, 4096)).hexdigest())
+            hashes.append(
+                hashlib.sha1(
+                    client.read_memory(session, 0xC000, 4096)
+                    + client.read_memory(session, 0xD000, 4096)
+                ).hexdigest()
+            )
         return hashes
 
 
@@ -87,9 +92,21 @@ def test_sixteen_sessions_in_parallel_have_no_cross_talk(settings):
     rng = np.random.default_rng(0)
     plans = {seed: [int(a) for a in rng.integers(0, 9, STEPS)] for seed in range(SESSIONS)}
     with LiveServer(settings) as server, EnvSimClient(server.url) as client:
-        sessions = {seed: client.create_session(seed=seed, sticky_action_probability=0.2).id for seed in plans}
+        sessions = {
+            seed: client.create_session(seed=seed, sticky_action_probability=0.2).id
+            for seed in plans
+        }
         with ThreadPoolExecutor(max_workers=6) as pool:
-            remote = dict(zip(plans, pool.map(lambda seed: remote_trajectory(server.url, sessions[seed], plans[seed]), plans), strict=True))
+            remote = dict(
+                zip(
+                    plans,
+                    pool.map(
+                        lambda seed: remote_trajectory(server.url, sessions[seed], plans[seed]),
+                        plans,
+                    ),
+                    strict=True,
+                )
+            )
     for seed, actions in plans.items():
         assert remote[seed] == local_trajectory(seed, actions), f"session with seed {seed} diverged"
 
@@ -104,12 +121,16 @@ def test_openapi_fuzzing_finds_no_server_error(live_server):
     for operation in schema.get_all_operations():
         operation = operation.ok()
 
-        @settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(
+            max_examples=25, deadline=None, suppress_health_check=list(HealthCheck), database=None
+        )
         @given(case=operation.as_strategy())
         def fuzz(case):
             response = case.call()
             if response.status_code >= 500:
-                failures.append((case.method, case.formatted_path, response.status_code, response.text[:200]))
+                failures.append(
+                    (case.method, case.formatted_path, response.status_code, response.text[:200])
+                )
 
         fuzz()
     assert not failures, failures
