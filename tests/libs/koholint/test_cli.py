@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from koholint.cli import main
+from koholint.states import STATE_NAMES
 
 
 @pytest.mark.parametrize("policy", ["noop", "random", "explorer"])
@@ -42,14 +43,7 @@ def test_play_batch_over_all_named_states(tmp_path: Path, capsys):
     )
     out = capsys.readouterr().out
     assert "summary" in out
-    for name in (
-        "title",
-        "start_of_play",
-        "before_npc",
-        "before_puzzle",
-        "dungeon_entrance",
-        "last_room",
-    ):
+    for name in STATE_NAMES:
         assert name in out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -29,14 +30,23 @@ def settings(tmp_path: Path) -> Settings:
     )  # fmt: skip
 
 
-@pytest.fixture
-async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
-    app = create_app(settings)
+@contextlib.asynccontextmanager
+async def running_client(
+    settings: Settings, **app_options: object
+) -> AsyncIterator[httpx.AsyncClient]:
+    """An httpx client talking to a fresh app in-process, with the app's lifespan running."""
+    app = create_app(settings, **app_options)  # type: ignore[arg-type]
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://env-sim") as http:
             http.app = app  # type: ignore[attr-defined]
             yield http
+
+
+@pytest.fixture
+async def client(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
+    async with running_client(settings) as http:
+        yield http
 
 
 def free_port() -> int:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from tests.services.env_sim.conftest import running_client
 
-from env_sim.app import create_app
 from koholint.emulator import GameBoy
 from koholint.rom import TITLE_START, bundled_cartridge, header_checksum
 
@@ -134,17 +134,11 @@ async def test_sessions_full_gets_429(client):
 
 async def test_idle_sessions_are_evicted(settings):
     settings.session_ttl_seconds = 0.2
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        import httpx
-
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://e"
-        ) as client:
-            session = await new_session(client)
-            await asyncio.sleep(0.6)
-            assert (await client.get(f"/v1/sessions/{session}")).status_code == 404
-            metrics = (await client.get("/metrics")).text
+    async with running_client(settings) as client:
+        session = await new_session(client)
+        await asyncio.sleep(0.6)
+        assert (await client.get(f"/v1/sessions/{session}")).status_code == 404
+        metrics = (await client.get("/metrics")).text
     assert "env_sim_evictions_total 1.0" in metrics
 
 
@@ -302,28 +296,16 @@ async def test_readiness_fails_when_the_store_cannot_write(settings, tmp_path: P
     blocker = tmp_path / "a-file"
     blocker.write_text("x")
     settings.store_url = str(blocker)
-    app = create_app(settings)
-    async with app.router.lifespan_context(app):
-        import httpx
-
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://e"
-        ) as client:
-            response = await client.get("/readyz")
+    async with running_client(settings) as client:
+        response = await client.get("/readyz")
     assert response.status_code == 503
     assert "object store not ready" in response.json()["detail"]
 
 
 async def test_tracing_records_spans_when_an_exporter_is_set(settings):
     exporter = InMemorySpanExporter()
-    app = create_app(settings, span_exporter=exporter)
-    async with app.router.lifespan_context(app):
-        import httpx
-
-        async with httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://e"
-        ) as client:
-            await client.get("/healthz")
+    async with running_client(settings, span_exporter=exporter) as client:
+        await client.get("/healthz")
     assert any("/healthz" in span.name for span in exporter.get_finished_spans())
 
 
