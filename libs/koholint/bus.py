@@ -229,7 +229,7 @@ class MemoryBus:
         state = self._groups[(stream, group)]
         now = time.monotonic()
         texts = dict(self._entries[stream])
-        messages = []
+        messages: list[Message] = []
         for entry_id, pending in list(state["pending"].items()):
             if (
                 len(messages) >= count
