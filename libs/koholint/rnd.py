@@ -1,0 +1,146 @@
+"""Random Network Distillation: curiosity on the 128-float observation, kept small.
+
+A fixed random *target* network embeds each observation; a *predictor* learns to match
+it. The prediction error is high on observations unlike those seen before: that error is
+the intrinsic reward. As in Burda et al. (2018): observations are normalised by running
+mean and std (clipped to [-5, 5]) before both networks, and the intrinsic reward is divided
+by a running std of the discounted intrinsic return.
+
+**The 30% rule** (``cap_intrinsic``), applied per batch of steps (a rollout fragment):
+the intrinsic rewards of the batch are scaled by one factor so that their total magnitude
+is at most ``ratio`` (0.3) of the total magnitude of the batch's extrinsic rewards:
+
+    scale = min(1, ratio * sum|r_ext| / sum|r_int|)
+
+so per batch ``sum|scale * r_int| <= 0.3 * sum|r_ext|`` always holds, a batch without
+extrinsic reward gets no intrinsic reward, and within a batch curiosity still goes to the
+steps that were most novel. (The environment's coverage reward counts as extrinsic.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+INTRINSIC_RATIO = 0.3
+
+
+def cap_intrinsic(
+    extrinsic: np.ndarray, intrinsic: np.ndarray, ratio: float = INTRINSIC_RATIO
+) -> np.ndarray:
+    """Scale a batch's intrinsic rewards so their total magnitude is ≤ ratio × the extrinsic one."""
+    if extrinsic.shape != intrinsic.shape:
+        raise ValueError(
+            f"extrinsic {extrinsic.shape} and intrinsic {intrinsic.shape} rewards differ in shape"
+        )
+    if not 0.0 <= ratio <= 1.0:
+        raise ValueError(f"ratio {ratio} must be within [0, 1]")
+    budget = ratio * float(np.abs(extrinsic).sum())
+    total = float(np.abs(intrinsic).sum())
+    if total <= budget:
+        return intrinsic.astype(np.float32)
+    return (intrinsic * (budget / total)).astype(np.float32)
+
+
+class RunningMeanStd:
+    """Mean and variance over everything seen so far (parallel Welford updates)."""
+
+    def __init__(self, shape: tuple[int, ...] = ()) -> None:
+        self.mean = np.zeros(shape, np.float64)
+        self.var = np.ones(shape, np.float64)
+        self.count = 1e-4
+
+    def update(self, batch: np.ndarray) -> None:
+        batch_mean, batch_var, batch_count = batch.mean(axis=0), batch.var(axis=0), batch.shape[0]
+        delta = batch_mean - self.mean
+        total = self.count + batch_count
+        self.mean = self.mean + delta * batch_count / total
+        m2 = (
+            self.var * self.count
+            + batch_var * batch_count
+            + delta**2 * self.count * batch_count / total
+        )
+        self.var = m2 / total
+        self.count = total
+
+    @property
+    def std(self) -> np.ndarray:
+        return np.sqrt(self.var) + 1e-8
+
+
+def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
+    return nn.Sequential(
+        nn.Linear(inputs, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, hidden),
+        nn.ReLU(),
+        nn.Linear(hidden, outputs),
+    )
+
+
+@dataclass
+class RndConfig:
+    observation_size: int = 128
+    """length of the observation vector"""
+    hidden: int = 128
+    """width of both networks' hidden layers"""
+    embedding: int = 64
+    """size of the target's random embedding"""
+    learning_rate: float = 1e-3
+    """predictor's Adam learning rate"""
+    gamma: float = 0.99
+    """discount of the intrinsic return whose running std normalises the reward"""
+    seed: int = 0
+    """seeds the target network: the same seed, the same curiosity"""
+
+
+class Rnd:
+    """Intrinsic rewards for batches of observations, and the predictor's training step."""
+
+    def __init__(self, config: RndConfig | None = None) -> None:
+        self.config = config = config or RndConfig()
+        with torch.random.fork_rng():  # seeded networks, the caller's RNG untouched
+            torch.manual_seed(config.seed)
+            self.target = _mlp(config.observation_size, config.hidden, config.embedding)
+            torch.manual_seed(config.seed + 1)
+            self.predictor = _mlp(config.observation_size, config.hidden, config.embedding)
+        self.target.requires_grad_(False)
+        self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=config.learning_rate)
+        self.observation_stats = RunningMeanStd((config.observation_size,))
+        self.return_stats = RunningMeanStd()
+        self._running_return = 0.0
+
+    def _normalise(self, observations: np.ndarray) -> torch.Tensor:
+        scaled = (observations - self.observation_stats.mean) / self.observation_stats.std
+        return torch.as_tensor(np.clip(scaled, -5.0, 5.0), dtype=torch.float32)
+
+    def errors(self, observations: np.ndarray) -> np.ndarray:
+        """Raw prediction errors (mean squared, per observation)."""
+        inputs = self._normalise(observations)
+        with torch.no_grad():
+            difference = self.predictor(inputs) - self.target(inputs)
+        errors: np.ndarray = difference.pow(2).mean(dim=1).numpy()
+        return errors
+
+    def intrinsic_rewards(self, observations: np.ndarray) -> np.ndarray:
+        """Errors divided by the running std of the discounted intrinsic return."""
+        errors = self.errors(observations)
+        returns = []
+        for error in errors:
+            self._running_return = self._running_return * self.config.gamma + float(error)
+            returns.append(self._running_return)
+        self.return_stats.update(np.asarray(returns))
+        return (errors / float(self.return_stats.std)).astype(np.float32)
+
+    def train(self, observations: np.ndarray) -> float:
+        """Update the observation statistics and take one predictor step; returns the loss."""
+        self.observation_stats.update(observations)
+        inputs = self._normalise(observations)
+        loss = (self.predictor(inputs) - self.target(inputs)).pow(2).mean()
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach())
