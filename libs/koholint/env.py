@@ -290,6 +290,13 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         truncated = not terminated and self._steps >= self.config.max_episode_steps
         return encode(raw), reward, terminated, truncated, self._info(raw, components, applied)
 
+    @property
+    def raw_state(self) -> RawState:
+        """What the last reset or step read from RAM."""
+        if self._raw is None:
+            raise gym.error.ResetNeeded("call reset() first")
+        return self._raw
+
     def sync(self) -> dict[str, Any]:
         """Re-read the state after the emulator was driven directly (frame-level control);
         the next step's rewards compare against it. Returns the structured state."""

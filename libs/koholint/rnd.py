@@ -6,15 +6,15 @@ the intrinsic reward. As in Burda et al. (2018): observations are normalised by 
 mean and std (clipped to [-5, 5]) before both networks, and the intrinsic reward is divided
 by a running std of the discounted intrinsic return.
 
-**The 30% rule** (``cap_intrinsic``), applied per batch of steps (a rollout fragment):
-the intrinsic rewards of the batch are scaled by one factor so that their total magnitude
-is at most ``ratio`` (0.3) of the total magnitude of the batch's extrinsic rewards:
+**The 30% rule** (``IntrinsicBudget``), per step within an episode: the intrinsic reward
+paid at step t is the smaller of the raw intrinsic reward and what is left of the budget
 
-    scale = min(1, ratio * sum|r_ext| / sum|r_int|)
+    paid_t = min(r_int_t, ratio * sum_{s<=t} |r_ext_s| - sum_{s<t} paid_s)
 
-so per batch ``sum|scale * r_int| <= 0.3 * sum|r_ext|`` always holds, a batch without
-extrinsic reward gets no intrinsic reward, and within a batch curiosity still goes to the
-steps that were most novel. (The environment's coverage reward counts as extrinsic.)
+so at every step of every episode the intrinsic reward paid so far is at most ``ratio``
+(0.3) of the extrinsic magnitude so far. Curiosity can still pay on steps without
+extrinsic reward while budget remains; an episode with no extrinsic reward gets none.
+(The environment's coverage reward counts as extrinsic.)
 """
 
 from __future__ import annotations
@@ -28,21 +28,25 @@ from torch import nn
 INTRINSIC_RATIO = 0.3
 
 
-def cap_intrinsic(
-    extrinsic: np.ndarray, intrinsic: np.ndarray, ratio: float = INTRINSIC_RATIO
-) -> np.ndarray:
-    """Scale a batch's intrinsic rewards so their total magnitude is ≤ ratio × the extrinsic one."""
-    if extrinsic.shape != intrinsic.shape:
-        raise ValueError(
-            f"extrinsic {extrinsic.shape} and intrinsic {intrinsic.shape} rewards differ in shape"
-        )
-    if not 0.0 <= ratio <= 1.0:
-        raise ValueError(f"ratio {ratio} must be within [0, 1]")
-    budget = ratio * float(np.abs(extrinsic).sum())
-    total = float(np.abs(intrinsic).sum())
-    if total <= budget:
-        return intrinsic.astype(np.float32)
-    return (intrinsic * (budget / total)).astype(np.float32)
+class IntrinsicBudget:
+    """Pays intrinsic reward out of a budget of `ratio` times the extrinsic magnitude so far."""
+
+    def __init__(self, ratio: float = INTRINSIC_RATIO) -> None:
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(f"ratio {ratio} must be within [0, 1]")
+        self.ratio = ratio
+        self.reset()
+
+    def reset(self) -> None:
+        self.extrinsic = 0.0
+        self.paid = 0.0
+
+    def grant(self, extrinsic: float, intrinsic: float) -> float:
+        """The intrinsic reward to pay this step (never negative, never over the budget)."""
+        self.extrinsic += abs(extrinsic)
+        paid = min(max(intrinsic, 0.0), max(self.ratio * self.extrinsic - self.paid, 0.0))
+        self.paid += paid
+        return paid
 
 
 class RunningMeanStd:

@@ -4,35 +4,39 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
 
-from koholint.rnd import Rnd, RndConfig, cap_intrinsic
+from koholint.rnd import IntrinsicBudget, Rnd, RndConfig
 
-rewards = arrays(np.float32, st.integers(1, 64), elements=st.floats(-10, 10, width=32))
-
-
-@settings(max_examples=200, deadline=None)
-@given(data=st.data(), extrinsic=rewards)
-def test_cap_keeps_intrinsic_within_30_percent_of_extrinsic(data, extrinsic):
-    intrinsic = data.draw(arrays(np.float32, extrinsic.shape, elements=st.floats(0, 100, width=32)))
-    capped = cap_intrinsic(extrinsic, intrinsic)
-    assert np.abs(capped).sum() <= 0.3 * np.abs(extrinsic).sum() + 1e-3
-    assert np.all(capped <= intrinsic + 1e-6)  # only ever scaled down
+steps = st.lists(st.tuples(st.floats(-10, 10), st.floats(0, 100)), min_size=1, max_size=200)
 
 
-def test_cap_leaves_small_curiosity_alone_and_zeroes_it_without_extrinsic():
-    extrinsic = np.array([1.0, 0.0, 0.0, 1.0], np.float32)
-    intrinsic = np.array([0.1, 0.2, 0.1, 0.1], np.float32)
-    np.testing.assert_allclose(cap_intrinsic(extrinsic, intrinsic), intrinsic)
-    np.testing.assert_allclose(cap_intrinsic(np.zeros(4, np.float32), intrinsic), 0.0)
-    big = cap_intrinsic(extrinsic, intrinsic * 100)
-    assert np.abs(big).sum() == pytest.approx(0.6)
-    assert big[1] > big[0]  # the most novel step keeps the largest share
+@settings(max_examples=300, deadline=None)
+@given(episode=steps)
+def test_intrinsic_paid_never_exceeds_30_percent_of_extrinsic_so_far(episode):
+    budget = IntrinsicBudget()
+    extrinsic_so_far = paid_so_far = 0.0
+    for extrinsic, intrinsic in episode:
+        paid = budget.grant(extrinsic, intrinsic)
+        extrinsic_so_far += abs(extrinsic)
+        paid_so_far += paid
+        assert 0.0 <= paid <= intrinsic + 1e-9
+        assert paid_so_far <= 0.3 * extrinsic_so_far + 1e-9
 
 
-def test_cap_rejects_mismatched_batches():
-    with pytest.raises(ValueError, match="shape"):
-        cap_intrinsic(np.zeros(3), np.zeros(4))
+def test_curiosity_pays_between_extrinsic_rewards_while_budget_lasts():
+    budget = IntrinsicBudget()
+    assert budget.grant(0.0, 1.0) == 0.0  # nothing earned yet
+    assert budget.grant(1.0, 0.1) == pytest.approx(0.1)
+    assert budget.grant(0.0, 0.1) == pytest.approx(0.1)  # no extrinsic this step, budget left
+    assert budget.grant(0.0, 1.0) == pytest.approx(0.1)  # the rest of the 0.3
+    assert budget.grant(0.0, 1.0) == 0.0
+    budget.reset()
+    assert budget.grant(0.0, 1.0) == 0.0
+
+
+def test_budget_ratio_is_checked():
+    with pytest.raises(ValueError, match="ratio"):
+        IntrinsicBudget(1.5)
 
 
 def test_seen_observations_become_less_rewarding_than_new_ones():

@@ -1,0 +1,189 @@
+"""Episode export: segments of N steps (PNG frames, ram.jsonl, manifest) into the object store.
+
+Layout: ``episodes/<run>/<episode>/<segment>/`` with ``frames/<t>.png``, ``ram.jsonl`` (one
+line per step: action, reward and its components, the structured state) and
+``manifest.json`` (``schema_version`` and the sha256 of every file). When a bus is given,
+each written segment is announced on ``koholint.segments`` with its keys.
+
+Export never stalls sampling: ``SegmentRecorder`` hands finished segments to an
+``ExportQueue`` (bounded) whose thread writes them; when the queue is full the segment is
+dropped, counted in ``dropped`` and logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import queue
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from koholint.bus import STREAM_SEGMENTS, Bus
+from koholint.png import encode_png
+from koholint.store import ObjectStore
+
+EXPORT_SCHEMA_VERSION = 1
+logger = logging.getLogger("koholint.export")
+
+
+@dataclass
+class Segment:
+    run: str
+    episode: str
+    index: int
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    frames: list[bytes] = field(default_factory=list)
+
+    @property
+    def prefix(self) -> str:
+        return f"episodes/{self.run}/{self.episode}/{self.index:05d}"
+
+
+def write_segment(store: ObjectStore, segment: Segment) -> dict[str, Any]:
+    """Write the segment's files and its manifest; returns the manifest."""
+    files: dict[str, bytes] = {}
+    for offset, png in enumerate(segment.frames):
+        files[f"frames/{segment.steps[offset]['t']:06d}.png"] = png
+    files["ram.jsonl"] = "".join(
+        json.dumps(step, separators=(",", ":")) + "\n" for step in segment.steps
+    ).encode()
+    for name, data in files.items():
+        store.put(
+            f"{segment.prefix}/{name}",
+            data,
+            "image/png" if name.endswith(".png") else "application/x-ndjson",
+        )
+    manifest = {
+        "schema_version": EXPORT_SCHEMA_VERSION,
+        "run": segment.run,
+        "episode": segment.episode,
+        "segment": segment.index,
+        "steps": len(segment.steps),
+        "first_step": segment.steps[0]["t"] if segment.steps else None,
+        "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())},
+    }
+    store.put(
+        f"{segment.prefix}/manifest.json",
+        json.dumps(manifest, sort_keys=True).encode(),
+        "application/json",
+    )
+    return manifest
+
+
+class ExportQueue:
+    """A bounded queue of segments, written to the store (and announced on the bus) by a thread."""
+
+    def __init__(self, store: ObjectStore, *, bus: Bus | None = None, capacity: int = 16) -> None:
+        self.store = store
+        self.bus = bus
+        self.dropped = 0
+        self.written = 0
+        self.failed = 0
+        self._queue: queue.Queue[Segment | None] = queue.Queue(maxsize=capacity)
+        self._thread = threading.Thread(target=self._drain, name="segment-export", daemon=True)
+        self._thread.start()
+
+    def offer(self, segment: Segment) -> bool:
+        try:
+            self._queue.put_nowait(segment)
+        except queue.Full:
+            self.dropped += 1
+            logger.warning("export queue full: segment dropped", extra={"event": "segment_dropped"})
+            return False
+        return True
+
+    def _drain(self) -> None:
+        while (segment := self._queue.get()) is not None:
+            try:
+                write_segment(self.store, segment)
+                if self.bus is not None:
+                    self.bus.publish(STREAM_SEGMENTS, {
+                        "schema_version": EXPORT_SCHEMA_VERSION, "run": segment.run,
+                        "episode": segment.episode, "segment": segment.index,
+                        "manifest_key": f"{segment.prefix}/manifest.json", "prefix": segment.prefix,
+                    })  # fmt: skip
+                self.written += 1
+            except Exception:
+                self.failed += 1
+                logger.exception("segment export failed", extra={"event": "segment_failed"})
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued segment is written."""
+        self._queue.join()
+
+    def close(self) -> None:
+        self.flush()
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+
+
+class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
+    """Records every `every`-th episode as segments of `segment_steps` steps (frames rendered
+    only for those episodes) and hands them to the export queue."""
+
+    def __init__(self, env: gym.Env[np.ndarray, Any], exporter: ExportQueue, *, run: str, every: int = 10,
+                 segment_steps: int = 256, frames: bool = True) -> None:  # fmt: skip
+        super().__init__(env)
+        if every < 1 or segment_steps < 1:
+            raise ValueError(f"every {every} and segment_steps {segment_steps} must be >= 1")
+        self.exporter = exporter
+        self.run = run
+        self.every = every
+        self.segment_steps = segment_steps
+        self.frames = frames
+        self._episodes = 0
+        self._segment: Segment | None = None
+        self._t = 0
+
+    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        self._finish()
+        self._episodes += 1
+        recording = self._episodes % self.every == 0
+        game = self.env.unwrapped
+        game.render_mode = "rgb_array" if recording and self.frames else None
+        self._segment = (
+            Segment(self.run, f"{self._episodes:06d}-{uuid.uuid4().hex[:8]}", 0)
+            if recording
+            else None
+        )
+        self._t = 0
+        return self.env.reset(**kwargs)
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._t += 1
+        if self._segment is not None:
+            self._record(self._segment, action, float(reward), info)
+            if terminated or truncated:
+                self._finish()
+        return observation, reward, terminated, truncated, info
+
+    def _record(self, segment: Segment, action: Any, reward: float, info: dict[str, Any]) -> None:
+        game = self.env.unwrapped
+        state = info.get("state") or game.sync()  # type: ignore[attr-defined]
+        segment.steps.append({"t": self._t, "action": int(action), "applied_action": info.get("action"),
+                              "reward": reward, "reward_components": info.get("reward_components", {}),
+                              "state": state})  # fmt: skip
+        if self.frames:
+            segment.frames.append(encode_png(game.gameboy.screen_rgb()))  # type: ignore[attr-defined]
+        if len(segment.steps) >= self.segment_steps:
+            self.exporter.offer(segment)
+            self._segment = Segment(segment.run, segment.episode, segment.index + 1)
+
+    def _finish(self) -> None:
+        if self._segment is not None and self._segment.steps:
+            self.exporter.offer(self._segment)
+        self._segment = None
+        self.env.unwrapped.render_mode = None
+
+    def close(self) -> None:
+        self._finish()
+        super().close()

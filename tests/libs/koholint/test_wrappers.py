@@ -1,0 +1,48 @@
+"""Curiosity and Go-Explore wrappers on the real environment."""
+
+import numpy as np
+import pytest
+
+from koholint.archive import Archive
+from koholint.env import Action, ZeldaEnv
+from koholint.wrappers import CuriosityWrapper, GoExploreWrapper, LocalArchiveSource
+
+
+def test_curiosity_pays_within_the_budget_and_trains():
+    env = CuriosityWrapper(ZeldaEnv(), train_every=16)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    extrinsic = paid = 0.0
+    for _ in range(200):
+        _, reward, _, _, info = env.step(int(rng.integers(1, 5)))
+        components = info["reward_components"]
+        extrinsic += abs(float(reward) - components["intrinsic"])
+        paid += components["intrinsic"]
+        assert components["intrinsic"] <= components["intrinsic_raw"] + 1e-9
+        assert paid <= 0.3 * extrinsic + 1e-9
+    assert paid > 0  # curiosity did pay
+    assert env.rnd.observation_stats.count > 100  # the predictor trained on what it saw
+    env.close()
+
+
+def test_go_explore_restarts_from_archived_cells():
+    archive = Archive()
+    env = GoExploreWrapper(
+        ZeldaEnv(max_episode_steps=40), LocalArchiveSource(archive), restart_every=2
+    )
+    env.reset(seed=0)
+    for _ in range(40):
+        env.step(Action.UP)  # into the crossroads; the episode is truncated at 40 steps
+    rooms = {cell[0] for cell in archive.cells}
+    assert (0, 0, 0x11) in rooms
+    _, info = env.reset()
+    assert info["go_explore_restart"]
+    assert env.restarted
+    env.close()
+
+
+def test_wrapper_arguments_are_checked():
+    with pytest.raises(ValueError, match="restart_every"):
+        GoExploreWrapper(ZeldaEnv(), LocalArchiveSource(Archive()), restart_every=0)
+    with pytest.raises(ValueError, match="train_every"):
+        CuriosityWrapper(ZeldaEnv(), train_every=0)
