@@ -57,6 +57,10 @@ class ArchiveSource(Protocol):
     def frontier_state(self, seed: int) -> bytes | None: ...
 
 
+def _constant(state: bytes) -> Callable[[], bytes]:
+    return lambda: state
+
+
 class LocalArchiveSource:
     """An ArchiveSource over an Archive in this process."""
 
@@ -65,9 +69,7 @@ class LocalArchiveSource:
 
     def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None:
         for record, state in cells:
-            self.archive.observe(
-                record.cell, record.steps, record.episode_return, lambda state=state: state
-            )
+            self.archive.observe(record.cell, record.steps, record.episode_return, _constant(state))
 
     def frontier_state(self, seed: int) -> bytes | None:
         if not len(self.archive):
