@@ -77,10 +77,6 @@ class LocalArchiveSource:
         return self.archive.start_state(np.random.default_rng(seed))
 
 
-def _constant(state: bytes) -> Callable[[], bytes]:
-    return lambda: state
-
-
 class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     """Records the best state per (room, tile bin) cell and, every `restart_every` episodes,
     starts the episode from a frontier cell instead of the configured start."""
