@@ -8,7 +8,7 @@ PYTHON ?= python3.11
 TORCH_VERSION ?= 2.13.0
 PYTEST_WORKERS ?= 2
 PYTEST_ARGS ?=
-RUN_ARGS ?= play
+RUN_ARGS ?= train
 # Stamp written after a complete install. The editable install maps each top-level package
 # when it is installed, so a new service package (services/<name>/__init__.py) reinstalls too.
 INSTALLED = $(VENV)/.installed
@@ -52,7 +52,7 @@ cartridge: $(INSTALLED) ## Build the open test cartridge ROM (needs sdcc)
 states: $(INSTALLED) ## Record the cartridge's save states into the package data
 	$(PY) -m koholint.cli cartridge record
 
-run: $(INSTALLED) ## Run the main job: koholint $RUN_ARGS (default: play)
+run: $(INSTALLED) ## Run the main job: koholint $RUN_ARGS (default: train)
 	$(VENV)/bin/koholint $(RUN_ARGS)
 
 bench: $(INSTALLED) ## Benchmark the emulator on the cartridge

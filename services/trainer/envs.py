@@ -1,0 +1,115 @@
+"""The training environment: koholint/Zelda-v0 inside curiosity, Go-Explore and export wrappers.
+
+Built inside each Ray env runner from a plain dict (RLlib's env_config). The Go-Explore
+archive is shared through a named Ray actor; segments are exported by one queue per process.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import ray
+
+from koholint.archive import Archive, CellRecord
+from koholint.bus import RedisBus
+from koholint.env import ZeldaEnv
+from koholint.export import ExportQueue, SegmentRecorder
+from koholint.rnd import RndConfig
+from koholint.store import open_store
+from koholint.wrappers import CuriosityWrapper, GoExploreWrapper
+
+ENV_NAME = "koholint-train"
+TRAINER_KEYS = (
+    "run",
+    "store_url",
+    "redis_url",
+    "archive_actor",
+    "curiosity_weight",
+    "archive_restart_every",
+    "export_every_episodes",
+    "segment_steps",
+)
+
+
+@ray.remote(num_cpus=0)
+class ArchiveActor:
+    """The run's Go-Explore archive, shared by every env runner, persisted in the object store."""
+
+    def __init__(self, store_url: str, prefix: str) -> None:
+        self.archive = Archive.load(open_store(store_url), prefix)
+
+    def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None:
+        for record, state in cells:
+            self.archive.observe(
+                record.cell, record.steps, record.episode_return, lambda state=state: state
+            )
+
+    def frontier_state(self, seed: int) -> bytes | None:
+        if not len(self.archive):
+            return None
+        return self.archive.start_state(np.random.default_rng(seed))
+
+    def size(self) -> int:
+        return len(self.archive)
+
+    def save(self) -> int:
+        self.archive.save()
+        return len(self.archive)
+
+
+class RayArchiveSource:
+    """ArchiveSource over the ArchiveActor: merges are sent without waiting."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None:
+        self.actor.merge.remote(cells)
+
+    def frontier_state(self, seed: int) -> bytes | None:
+        return ray.get(self.actor.frontier_state.remote(seed))  # type: ignore[no-any-return]
+
+
+_exporters: dict[tuple[str, str], ExportQueue] = {}
+_exporters_lock = threading.Lock()
+
+
+def process_exporter(store_url: str, redis_url: str) -> ExportQueue:
+    """One export queue per process and destination."""
+    with _exporters_lock:
+        key = (store_url, redis_url)
+        if key not in _exporters:
+            bus = None
+            if redis_url:
+                import redis
+
+                bus = RedisBus(redis.Redis.from_url(redis_url))
+            _exporters[key] = ExportQueue(open_store(store_url), bus=bus)
+        return _exporters[key]
+
+
+def make_train_env(env_config: Any) -> gym.Env[np.ndarray, Any]:
+    settings = dict(env_config)
+    trainer = {key: settings.pop(key) for key in TRAINER_KEYS}
+    index = getattr(env_config, "worker_index", 0) * 1000 + getattr(env_config, "vector_index", 0)
+    env: gym.Env[np.ndarray, Any] = ZeldaEnv(settings)
+    if trainer["curiosity_weight"] > 0:
+        env = CuriosityWrapper(env, weight=trainer["curiosity_weight"], rnd=RndConfig(seed=index))
+    env = GoExploreWrapper(
+        env,
+        RayArchiveSource(ray.get_actor(trainer["archive_actor"])),
+        restart_every=trainer["archive_restart_every"],
+    )
+    if trainer["export_every_episodes"]:
+        exporter = process_exporter(trainer["store_url"], trainer["redis_url"])
+        env = SegmentRecorder(
+            env,
+            exporter,
+            run=trainer["run"],
+            every=trainer["export_every_episodes"],
+            segment_steps=trainer["segment_steps"],
+        )
+    return env
