@@ -109,3 +109,20 @@ def test_messages_need_a_version_and_stay_small(bus, stream):
         bus.publish(stream, {"keys": []})
     with pytest.raises(BusError, match="object store"):
         bus.publish(stream, {"schema_version": 1, "blob": "x" * MAX_MESSAGE_BYTES})
+
+
+def test_a_consumer_killed_mid_batch_loses_nothing(bus, stream):
+    """A consumer takes a batch, acks part of it and dies; another finishes the rest."""
+    bus.ensure_group(stream, "evaluator")
+    published = {bus.publish(stream, segment(i)) for i in range(6)}
+    batch = bus.consume(stream, "evaluator", "dies", count=6)
+    processed = {message.id for message in batch[:2]}
+    bus.ack(stream, "evaluator", sorted(processed))  # then the process is killed: no more acks
+    time.sleep(RECLAIM_MS * 2 / 1000)
+    rest = bus.consume(stream, "evaluator", "survivor", count=10)
+    bus.ack(stream, "evaluator", [message.id for message in rest])
+    processed |= {message.id for message in rest}
+    assert processed == published
+    assert not {message.id for message in rest} & {message.id for message in batch[:2]}  # acked ones stay done
+    time.sleep(RECLAIM_MS * 2 / 1000)
+    assert bus.consume(stream, "evaluator", "survivor") == []
