@@ -123,6 +123,8 @@ def test_a_consumer_killed_mid_batch_loses_nothing(bus, stream):
     bus.ack(stream, "evaluator", [message.id for message in rest])
     processed |= {message.id for message in rest}
     assert processed == published
-    assert not {message.id for message in rest} & {message.id for message in batch[:2]}  # acked ones stay done
+    assert not {message.id for message in rest} & {
+        message.id for message in batch[:2]
+    }  # acked ones stay done
     time.sleep(RECLAIM_MS * 2 / 1000)
     assert bus.consume(stream, "evaluator", "survivor") == []

@@ -22,15 +22,16 @@ def anyio_backend() -> str:
 @pytest.mark.slow
 async def test_run_lifecycle_over_http(tmp_path: Path):
     app = create_app(Settings(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs")))
-    async with app.router.lifespan_context(app), httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://trainer"
-    ) as client:
+    async with (
+        app.router.lifespan_context(app),
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://trainer"
+        ) as client,
+    ):
         bad = await client.post("/v1/runs", json={"batch": 3})
         assert bad.status_code == 422
         assert "unknown settings" in bad.json()["detail"]
-        created = await client.post(
-            "/v1/runs", json={**TINY, "run": "api", "total_env_steps": 768}
-        )
+        created = await client.post("/v1/runs", json={**TINY, "run": "api", "total_env_steps": 768})
         assert created.status_code == 201
         busy = await client.post("/v1/runs", json={**TINY, "run": "other"})
         assert busy.status_code == 409

@@ -26,5 +26,7 @@ def test_return_rises_with_training(tmp_path: Path):
     returns: list[float] = []
     TrainingRun(config).run(on_iteration=lambda s: returns.append(s.episode_return_mean or 0.0))
     early, late = sum(returns[1:5]) / 4, sum(returns[-4:]) / 4
-    print(f"episode return: early {early:.2f}, late {late:.2f}; all {[round(r, 2) for r in returns]}")
+    print(
+        f"episode return: early {early:.2f}, late {late:.2f}; all {[round(r, 2) for r in returns]}"
+    )
     assert late > early * 1.2
