@@ -19,7 +19,7 @@ from koholint.env import ZeldaEnv
 from koholint.export import ExportQueue, SegmentRecorder
 from koholint.rnd import RndConfig
 from koholint.store import open_store
-from koholint.wrappers import CuriosityWrapper, GoExploreWrapper
+from koholint.wrappers import CuriosityWrapper, GoExploreWrapper, LocalArchiveSource
 
 ENV_NAME = "koholint-train"
 TRAINER_KEYS = (
@@ -40,17 +40,13 @@ class ArchiveActor:
 
     def __init__(self, store_url: str, prefix: str) -> None:
         self.archive = Archive.load(open_store(store_url), prefix)
+        self._source = LocalArchiveSource(self.archive)
 
     def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None:
-        for record, state in cells:
-            self.archive.observe(
-                record.cell, record.steps, record.episode_return, lambda state=state: state
-            )
+        self._source.merge(cells)
 
     def frontier_state(self, seed: int) -> bytes | None:
-        if not len(self.archive):
-            return None
-        return self.archive.start_state(np.random.default_rng(seed))
+        return self._source.frontier_state(seed)
 
     def size(self) -> int:
         return len(self.archive)
