@@ -230,8 +230,13 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(
         f"\nrun {status.run}: {status.state} after {status.env_steps} steps in {status.iterations} iterations"
     )
-    print(f"  return {status.episode_return_mean}  rooms {status.rooms_mean}  cells {status.cells_mean}  "
-          f"win rate {status.win_rate}  archive cells {status.archive_cells}  checkpoints {status.checkpoints}")  # fmt: skip
+
+    def shown(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2f}"
+
+    print(f"  return {shown(status.episode_return_mean)}  rooms {shown(status.rooms_mean)}  "
+          f"cells {shown(status.cells_mean)}  win rate {shown(status.win_rate)}  "
+          f"archive cells {status.archive_cells}  checkpoints {status.checkpoints}")  # fmt: skip
     print(f"  learning curve: {Path(config.run_dir).resolve() / status.run / 'learning_curve.png'}")
     return 0
 
