@@ -109,10 +109,6 @@ class Archive:
             )
         return self._states[record.state_id]
 
-    def start_state(self, rng: np.random.Generator) -> bytes:
-        """For ZeldaEnv's start_state: a frontier cell's state."""
-        return self.state(self.select(rng))
-
     def save(self) -> None:
         """Write new and improved states, then the index, to the store."""
         if self.store is None:

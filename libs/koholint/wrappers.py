@@ -8,7 +8,7 @@ from typing import Any, Protocol, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from koholint.archive import Archive, CellRecord
+from koholint.archive import Archive, Cell, CellRecord
 from koholint.rnd import INTRINSIC_RATIO, IntrinsicBudget, Rnd, RndConfig
 
 
@@ -49,12 +49,17 @@ class CuriosityWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         return observation, float(reward) + paid, terminated, truncated, info
 
 
+Frontier = tuple[bytes, int, float]
+
+
 class ArchiveSource(Protocol):
     """Where an env sends the cells it found and gets frontier states from (local or shared)."""
 
     def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None: ...
 
-    def frontier_state(self, seed: int) -> bytes | None: ...
+    def frontier(self, seed: int) -> Frontier | None:
+        """A cell to restart from: its state, and the steps and return that reached it."""
+        ...
 
 
 def _constant(state: bytes) -> Callable[[], bytes]:
@@ -71,15 +76,21 @@ class LocalArchiveSource:
         for record, state in cells:
             self.archive.observe(record.cell, record.steps, record.episode_return, _constant(state))
 
-    def frontier_state(self, seed: int) -> bytes | None:
+    def frontier(self, seed: int) -> Frontier | None:
         if not len(self.archive):
             return None
-        return self.archive.start_state(np.random.default_rng(seed))
+        record = self.archive.select(np.random.default_rng(seed))
+        return self.archive.state(record), record.steps, record.episode_return
 
 
 class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     """Records the best state per (room, tile bin) cell and, every `restart_every` episodes,
-    starts the episode from a frontier cell instead of the configured start."""
+    starts the episode from a frontier cell instead of the configured start.
+
+    A restarted episode counts its steps and return from the frontier cell's, so a cell is
+    never credited as reached faster than it really was. Saving a state is slow (PyBoy,
+    ~16 ms), so a state is saved only when this env improves on the best it knows of a cell,
+    across episodes; improvements go to the source at the end of each episode."""
 
     def __init__(
         self, env: gym.Env[np.ndarray, Any], source: ArchiveSource, *, restart_every: int = 4
@@ -90,7 +101,8 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self.source = source
         self.restart_every = restart_every
         self._episodes = 0
-        self._local = Archive()
+        self._known: dict[Cell, tuple[int, float]] = {}
+        self._improved = Archive()
         self._steps = 0
         self._return = 0.0
         self.restarted = False
@@ -102,12 +114,12 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         options = dict(kwargs.pop("options", None) or {})
         if self._episodes % self.restart_every == 0 and "start_state" not in options:
             seed = int(self.np_random.integers(0, 2**31 - 1))
-            state = self.source.frontier_state(seed)
-            if state is not None:
-                options["start_state"] = state
+            frontier = self.source.frontier(seed)
+            if frontier is not None:
+                options["start_state"], steps, episode_return = frontier
                 self.restarted = True
         observation, info = self.env.reset(options=options, **kwargs)
-        self._steps, self._return = 0, 0.0
+        self._steps, self._return = (steps, episode_return) if self.restarted else (0, 0.0)
         info["go_explore_restart"] = self.restarted
         return observation, info
 
@@ -116,17 +128,21 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self._steps += 1
         self._return += float(reward)
         game = self.env.unwrapped
-        if not game.raw_state.transition:  # type: ignore[attr-defined]
-            # A state saved mid-transition would restart in the next room, not this cell.
-            self._local.observe(info["cell"], self._steps, self._return, game.gameboy.save_state)  # type: ignore[attr-defined]
+        cell = info["cell"]
+        known = self._known.get(cell)
+        better = known is None or (self._steps, -self._return) < (known[0], -known[1])
+        # A state saved mid-transition would restart in the next room, not this cell.
+        if better and not game.raw_state.transition:  # type: ignore[attr-defined]
+            self._known[cell] = (self._steps, self._return)
+            self._improved.observe(cell, self._steps, self._return, game.gameboy.save_state)  # type: ignore[attr-defined]
         if terminated or truncated:
             self._flush()
         return observation, reward, terminated, truncated, info
 
     def _flush(self) -> None:
-        """Send this episode's cells (with their states) to the source."""
-        if not len(self._local):
+        """Send the cells this env improved since the last flush (with their states) to the source."""
+        if not len(self._improved):
             return
-        cells = [(record, self._local.state(record)) for record in self._local.cells.values()]
+        cells = [(record, self._improved.state(record)) for record in self._improved.cells.values()]
         self.source.merge(cells)
-        self._local = Archive()
+        self._improved = Archive()

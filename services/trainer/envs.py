@@ -19,7 +19,7 @@ from koholint.env import ZeldaEnv
 from koholint.export import ExportQueue, SegmentRecorder
 from koholint.rnd import RndConfig
 from koholint.store import open_store
-from koholint.wrappers import CuriosityWrapper, GoExploreWrapper, LocalArchiveSource
+from koholint.wrappers import CuriosityWrapper, Frontier, GoExploreWrapper, LocalArchiveSource
 
 ENV_NAME = "koholint-train"
 TRAINER_KEYS = (
@@ -45,8 +45,8 @@ class ArchiveActor:
     def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None:
         self._source.merge(cells)
 
-    def frontier_state(self, seed: int) -> bytes | None:
-        return self._source.frontier_state(seed)
+    def frontier(self, seed: int) -> Frontier | None:
+        return self._source.frontier(seed)
 
     def size(self) -> int:
         return len(self.archive)
@@ -65,8 +65,8 @@ class RayArchiveSource:
     def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None:
         self.actor.merge.remote(cells)
 
-    def frontier_state(self, seed: int) -> bytes | None:
-        return ray.get(self.actor.frontier_state.remote(seed))  # type: ignore[no-any-return]
+    def frontier(self, seed: int) -> Frontier | None:
+        return ray.get(self.actor.frontier.remote(seed))  # type: ignore[no-any-return]
 
 
 _exporters: dict[tuple[str, str], ExportQueue] = {}

@@ -46,3 +46,21 @@ def test_wrapper_arguments_are_checked():
         GoExploreWrapper(ZeldaEnv(), LocalArchiveSource(Archive()), restart_every=0)
     with pytest.raises(ValueError, match="train_every"):
         CuriosityWrapper(ZeldaEnv(), train_every=0)
+
+
+def test_restarted_episodes_count_from_the_frontier_cell_and_states_are_not_resaved():
+    archive = Archive()
+    env = GoExploreWrapper(ZeldaEnv(max_episode_steps=30), LocalArchiveSource(archive), restart_every=2)
+    saves = []
+    gameboy = env.unwrapped.gameboy
+    original = gameboy.save_state
+    gameboy.save_state = lambda: saves.append(1) or original()
+    env.reset(seed=0)
+    for _ in range(30):
+        env.step(Action.UP)
+    first_episode_saves = len(saves)
+    _, info = env.reset()  # episode 2: a restart
+    assert info["go_explore_restart"]
+    assert env._steps > 0  # counting continues from the frontier cell's steps
+    env.close()
+    assert first_episode_saves <= len(archive)  # one save per improved cell, no more
