@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from koholint.store import ObjectStore
+from koholint.store import ObjectStore, put_json
 
 ARCHIVE_SCHEMA_VERSION = 1
 Cell = tuple[tuple[int, int, int], int, int]
@@ -120,7 +120,7 @@ class Archive:
             "schema_version": ARCHIVE_SCHEMA_VERSION,
             "cells": [_record_to_json(record) for record in self.cells.values()],
         }
-        self.store.put(f"{self.prefix}/index.json", json.dumps(index).encode(), "application/json")
+        put_json(self.store, f"{self.prefix}/index.json", index)
 
     @classmethod
     def load(cls, store: ObjectStore, prefix: str, max_cells: int = 100_000) -> Archive:

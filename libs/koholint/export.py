@@ -26,7 +26,7 @@ import numpy as np
 
 from koholint.bus import STREAM_SEGMENTS, Bus
 from koholint.png import encode_png
-from koholint.store import ObjectStore
+from koholint.store import ObjectStore, put_json
 
 EXPORT_SCHEMA_VERSION = 1
 logger = logging.getLogger("koholint.export")
@@ -68,11 +68,7 @@ def write_segment(store: ObjectStore, segment: Segment) -> dict[str, Any]:
         "first_step": segment.steps[0]["t"] if segment.steps else None,
         "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())},
     }
-    store.put(
-        f"{segment.prefix}/manifest.json",
-        json.dumps(manifest, sort_keys=True).encode(),
-        "application/json",
-    )
+    put_json(store, f"{segment.prefix}/manifest.json", manifest)
     return manifest
 
 

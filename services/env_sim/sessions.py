@@ -88,7 +88,7 @@ class SessionManager:
                     f"{self.max_sessions} sessions are open; DELETE one or wait for idle ones to expire",
                     limit=self.max_sessions,
                 )
-            env = await self._in_pool(lambda: self._make_env(settings, rom_path, start))
+            env = await self.in_pool(lambda: self._make_env(settings, rom_path, start))
             session = Session(uuid.uuid4().hex, rom_id, settings, env, datetime.now(UTC))
             self._sessions[session.id] = session
         self.metrics.sessions.set(len(self._sessions))
@@ -165,7 +165,7 @@ class SessionManager:
         self.pool.shutdown(wait=True)
 
     # -- running work on a session ------------------------------------------------
-    async def _in_pool(self, work: Callable[[], T]) -> T:
+    async def in_pool(self, work: Callable[[], T]) -> T:
         return await asyncio.get_running_loop().run_in_executor(self.pool, work)
 
     async def run(self, session_id: str, operation: str, work: Callable[[Session], T]) -> T:
@@ -177,7 +177,7 @@ class SessionManager:
             )
         started = time.perf_counter()
         try:
-            return await self._in_pool(lambda: work(session))
+            return await self.in_pool(lambda: work(session))
         finally:
             session.last_used = time.monotonic()
             session.last_used_at = datetime.now(UTC)

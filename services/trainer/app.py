@@ -12,8 +12,8 @@ from prometheus_fastapi_instrumentator import Instrumentator
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from koholint.problems import add_exception_handlers
-from koholint.store import open_store
+from koholint.problems import UnavailableError, add_exception_handlers
+from koholint.store import StoreError, open_store
 from koholint.telemetry import configure_logging, setup_tracing
 from trainer.service import Trainer
 
@@ -99,9 +99,6 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     @app.get("/readyz")
     async def readyz(trainer: TrainerDep) -> dict[str, str]:
         """The object store is writable."""
-        from koholint.problems import UnavailableError
-        from koholint.store import StoreError
-
         try:
             trainer.store.check()
         except StoreError as error:

@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from koholint.store import ObjectNotFoundError, ObjectStore
+from koholint.store import ObjectNotFoundError, ObjectStore, put_json
 
 LEDGER_SCHEMA_VERSION = 1
 
@@ -61,7 +61,7 @@ class CheckpointLedger:
             "run": self.run,
             "checkpoints": [asdict(r) for r in self.records],
         }
-        self.store.put(self.key, json.dumps(document, sort_keys=True).encode(), "application/json")
+        put_json(self.store, self.key, document)
 
     def get(self, name: str) -> CheckpointRecord:
         for record in self.records:

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from env_sim import sessions as ops
 from env_sim.deps import RomsDep, SessionsDep, SettingsDep, StoreDep
-from koholint.problems import PayloadTooLargeError, UnprocessableError
+from koholint.problems import NotFoundError, PayloadTooLargeError, UnprocessableError
 from koholint.schemas.env_sim import (
     BatchResult,
     LoadRequest,
@@ -42,8 +42,6 @@ def _saved_state(store: ObjectStore, state_id: str) -> bytes:
     try:
         return store.get(_state_key(state_id))
     except ObjectNotFoundError:
-        from koholint.problems import NotFoundError
-
         raise NotFoundError(f"no saved state {state_id!r}", saved_state_id=state_id) from None
 
 
@@ -72,7 +70,7 @@ async def create_session(
         raise UnprocessableError(
             "named start states belong to the cartridge; use start_state null (power-on)"
         )
-    start = await sessions._in_pool(lambda: _start(body, store))
+    start = await sessions.in_pool(lambda: _start(body, store))
     session = await sessions.create(body, str(rom.path), rom.sha256, start)
     return session.info()
 
@@ -105,7 +103,7 @@ async def reset_session(
     """Start a new episode (from the session's start state unless the body names another)."""
     request = body or ResetRequest()
     start = (
-        await sessions._in_pool(lambda: _start(request, store))
+        await sessions.in_pool(lambda: _start(request, store))
         if (request.saved_state_id or request.start_state)
         else None
     )
@@ -164,7 +162,7 @@ async def save_state(session_id: str, sessions: SessionsDep, store: StoreDep) ->
     """Save the emulator state into the object store; returns its id."""
     blob = await sessions.run(session_id, "save", lambda s: s.env.gameboy.save_state())
     state_id = uuid.uuid4().hex
-    info = await sessions._in_pool(lambda: store.put(_state_key(state_id), blob))
+    info = await sessions.in_pool(lambda: store.put(_state_key(state_id), blob))
     return SavedState(
         id=state_id,
         rom_id=sessions.get(session_id).rom_id,
@@ -206,7 +204,7 @@ async def load_state(
                     "\n", " "
                 )
             ) from None
-        blob = await sessions._in_pool(lambda: _saved_state(store, body.saved_state_id))
+        blob = await sessions.in_pool(lambda: _saved_state(store, body.saved_state_id))
     return await sessions.run(session_id, "load", lambda s: ops.load(s, blob))
 
 

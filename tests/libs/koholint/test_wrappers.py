@@ -50,7 +50,9 @@ def test_wrapper_arguments_are_checked():
 
 def test_restarted_episodes_count_from_the_frontier_cell_and_states_are_not_resaved():
     archive = Archive()
-    env = GoExploreWrapper(ZeldaEnv(max_episode_steps=30), LocalArchiveSource(archive), restart_every=2)
+    env = GoExploreWrapper(
+        ZeldaEnv(max_episode_steps=30), LocalArchiveSource(archive), restart_every=2
+    )
     saves = []
     gameboy = env.unwrapped.gameboy
     original = gameboy.save_state
