@@ -28,7 +28,7 @@ $(INSTALLED): pyproject.toml $(PACKAGE_INITS)
 	$(PY) -m pip install --upgrade pip
 	@# Without a GPU, install the CPU build of torch first so the extras never pull CUDA wheels.
 	if ! command -v nvidia-smi >/dev/null 2>&1; then $(PY) -m pip install torch==$(TORCH_VERSION); fi
-	$(PY) -m pip install -e '.[all,dev]'
+	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(PY) -m pip install -e '.[all,dev]'
 	@touch $@
 
 test: $(INSTALLED) ## Run the whole test suite (PYTEST_WORKERS=2 by default)

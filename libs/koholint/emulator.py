@@ -109,7 +109,10 @@ class GameBoy:
             raise ValueError(
                 f"read of {count} bytes at 0x{address:04X} leaves the 16-bit address space"
             )
-        return bytes(self.ram.byte(address + offset) for offset in range(count))
+        end = address + count
+        if self.rom.cgb and address < 0xE000 and end > 0xD000:
+            return bytes(self.ram.byte(address + offset) for offset in range(count))
+        return bytes(self.memory[address:end])  # one slice: fast enough to read per frame
 
     def hold(self, buttons: int) -> None:
         """Hold exactly `buttons` (a Button mask) from the next frame on."""

@@ -327,6 +327,7 @@ def play_route(route: Route) -> None:
     route.leave("left")
     route.walk_to((4, 3))
     route.face("up")
+    route.mark("before_chest")
     route.talk()
     route.mark("sword_obtained")
     route.leave("right")
@@ -341,6 +342,7 @@ def play_route(route: Route) -> None:
     route.walk_to((5, 4))
     route.walk_to((4, 3))
     route.face("up")
+    route.mark("before_shop")
     route.talk(choice=0)
     route.mark("heart_bought")
     # Back to the crossroads and north to the puzzle.

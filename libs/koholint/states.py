@@ -10,6 +10,8 @@ STATE_NAMES = (
     "title",
     "start_of_play",
     "before_npc",
+    "before_chest",
+    "before_shop",
     "before_puzzle",
     "dungeon_entrance",
     "last_room",

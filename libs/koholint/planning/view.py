@@ -1,0 +1,137 @@
+"""What the planner sees: the structured state plus the room's tiles.
+
+``read_view`` works through the ``Emulator`` protocol only (three ``read_memory`` calls), so
+the same code reads a local GameBoy and an env-sim session.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from koholint.emulator import Emulator
+from koholint.navigation import Metatile
+from koholint.ram import (
+    DIALOG_BOX_AT_BOTTOM,
+    ROOM_HEIGHT,
+    ROOM_OBJECTS_STRIDE,
+    ROOM_WIDTH,
+    GameplayType,
+    RamAddress,
+    RoomFlag,
+)
+from koholint.state import GameState, RawState, count_visited_rooms
+
+Tiles = tuple[tuple[int, ...], ...]
+# WRAM, OAM and HRAM: everything RawState and the room tiles read.
+_REGIONS = ((0xC000, 0x2000), (0xFE00, 0xA0), (0xFF80, 0x80))
+
+
+class MemorySnapshot:
+    """RAM read in a few calls, indexable like PyBoy's ``memory`` (ints and slices)."""
+
+    def __init__(self, emulator: Emulator) -> None:
+        self._regions = [(start, emulator.read_memory(start, size)) for start, size in _REGIONS]
+
+    def _region(self, address: int, end: int) -> tuple[int, bytes]:
+        for start, data in self._regions:
+            if start <= address and end <= start + len(data):
+                return start, data
+        raise IndexError(f"0x{address:04X}..0x{end:04X} is outside the snapshot")
+
+    def __getitem__(self, key: Any) -> Any:
+        if isinstance(key, slice):
+            start, data = self._region(key.start, key.stop)
+            return data[key.start - start : key.stop - start]
+        start, data = self._region(key, key + 1)
+        return data[key - start]
+
+
+def room_tiles(memory: Any) -> Tiles:
+    """The current room's metatiles, 8 rows of 10 (wRoomObjects)."""
+    base = int(RamAddress.ROOM_OBJECTS)
+    return tuple(
+        tuple(
+            memory[base + row * ROOM_OBJECTS_STRIDE : base + row * ROOM_OBJECTS_STRIDE + ROOM_WIDTH]
+        )
+        for row in range(ROOM_HEIGHT)
+    )
+
+
+def dialog_open(dialog_state: int) -> bool:
+    """`is_dialog_state` from the raw wDialogState byte: any state but closed."""
+    return (dialog_state & ~DIALOG_BOX_AT_BOTTOM & 0xFF) != 0
+
+
+def puzzle_unsolved(tiles: Tiles, room_status: int) -> bool:
+    """`is_puzzle_state` from RAM: the room holds a pushable block, an empty plate and a
+    closed gate, and its status lacks the puzzle-solved bit."""
+    if room_status & RoomFlag.PUZZLE_SOLVED:
+        return False
+    present = {tile for row in tiles for tile in row}
+    return {Metatile.BLOCK, Metatile.PLATE, Metatile.GATE} <= present
+
+
+@dataclass(frozen=True)
+class View:
+    """One frame as the executor reads it: fast fields, tiles, and the full state on demand."""
+
+    raw: RawState
+    tiles: Tiles
+    memory: Any
+
+    @property
+    def in_world(self) -> bool:
+        return bool(self.raw.gameplay_type == GameplayType.WORLD)
+
+    @property
+    def dialog(self) -> int:
+        return int(self.raw.dialog) & ~DIALOG_BOX_AT_BOTTOM & 0xFF
+
+    def situation(self) -> Situation:
+        rooms = count_visited_rooms(self.memory)
+        state = GameState.model_validate(self.raw.to_dict(rooms))
+        return Situation(state=state, tiles=[list(row) for row in self.tiles])
+
+
+def read_view(emulator: Emulator) -> View:
+    memory = MemorySnapshot(emulator)
+    return View(raw=RawState(memory), tiles=room_tiles(memory), memory=memory)
+
+
+class Situation(BaseModel):
+    """What a decision is made from: the structured state and the room's tiles (8 x 10)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state: GameState
+    tiles: list[list[int]] = Field(
+        min_length=ROOM_HEIGHT,
+        max_length=ROOM_HEIGHT,
+        description="wRoomObjects metatile ids, 8 rows of 10 (koholint.navigation.Metatile)",
+    )
+
+    @field_validator("tiles")
+    @classmethod
+    def rows_of_ten(cls, tiles: list[list[int]]) -> list[list[int]]:
+        for row in tiles:
+            if len(row) != ROOM_WIDTH or not all(0 <= tile <= 255 for tile in row):
+                raise ValueError(f"each row needs {ROOM_WIDTH} tile ids in 0..255")
+        return tiles
+
+    def tile_tuple(self) -> Tiles:
+        return tuple(tuple(row) for row in self.tiles)
+
+
+def is_dialog_state(situation: Situation) -> bool:
+    return situation.state.mode == "world" and dialog_open(situation.state.dialog.raw_state)
+
+
+def is_puzzle_state(situation: Situation) -> bool:
+    return (
+        situation.state.mode == "world"
+        and not dialog_open(situation.state.dialog.raw_state)
+        and puzzle_unsolved(situation.tile_tuple(), situation.state.room_status)
+    )
