@@ -85,3 +85,54 @@ def walkthrough_trace() -> WalkthroughTrace:
                 if mark_frame == frame:
                     trace.snapshots[name] = snapshot(gameboy.ram)
     return trace
+
+
+class ServedApp:
+    """Any ASGI app served by uvicorn on a loopback port, in a thread."""
+
+    def __init__(self, app: object) -> None:
+        import socket
+        import threading
+
+        import uvicorn
+
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, log_level="warning")  # type: ignore[arg-type]
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServedApp:
+        import time
+
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+
+
+@pytest.fixture
+def serve():
+    """serve(app) -> base URL of the app really listening on loopback; stopped after the test."""
+    servers: list[ServedApp] = []
+
+    def start(app: object) -> str:
+        server = ServedApp(app).__enter__()
+        servers.append(server)
+        return server.url
+
+    yield start
+    for server in servers:
+        server.__exit__()

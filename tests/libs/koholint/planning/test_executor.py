@@ -1,0 +1,119 @@
+"""Macros on the real cartridge from its save states."""
+
+from __future__ import annotations
+
+import pytest
+
+from koholint.emulator import GameBoy
+from koholint.navigation import Metatile
+from koholint.planning.executor import MacroExecutor
+from koholint.planning.macros import (
+    AdvanceDialog,
+    Choose,
+    Interact,
+    MoveTo,
+    PushBlock,
+    UseItem,
+)
+from koholint.planning.view import read_view
+from koholint.ram import RamAddress, RoomFlag
+
+
+@pytest.fixture
+def gameboy() -> GameBoy:
+    with GameBoy() as gameboy:
+        yield gameboy
+
+
+def test_move_to_reaches_a_reachable_tile(gameboy: GameBoy) -> None:
+    gameboy.reset("start_of_play")
+    result = MacroExecutor(gameboy).execute(MoveTo(x=2, y=2))
+    assert result.ok and 0 < result.frames < 900
+    raw = read_view(gameboy).raw
+    assert (raw.x, raw.y) == (2 * 16 + 8, 2 * 16 + 8)
+
+
+def test_move_to_times_out_on_an_unreachable_tile(gameboy: GameBoy) -> None:
+    gameboy.reset("start_of_play")
+    # Wall in the floor tile (2, 2) in the room's RAM (the game collides with wRoomObjects).
+    for x, y in ((1, 2), (3, 2), (2, 1), (2, 3)):
+        gameboy.memory[RamAddress.ROOM_OBJECTS + y * 16 + x] = Metatile.WALL
+    assert read_view(gameboy).tiles[2][2] == Metatile.FLOOR
+    result = MacroExecutor(gameboy).execute(MoveTo(x=2, y=2, timeout_frames=60))
+    assert not result.ok and not result.refused
+    assert result.frames == 60
+    assert "timed out" in result.reason and "no walkable path" in result.reason
+
+
+def test_move_to_refuses_solid_targets(gameboy: GameBoy) -> None:
+    gameboy.reset("before_puzzle")
+    result = MacroExecutor(gameboy).execute(MoveTo(x=9, y=3))
+    assert result.refused and "gate" in result.reason
+
+
+def test_refusals_press_nothing(gameboy: GameBoy) -> None:
+    gameboy.reset("start_of_play")
+    before = gameboy.frame
+    executor = MacroExecutor(gameboy)
+    cases = {
+        MoveTo(x=0, y=0): "not walkable",
+        UseItem(item="sword"): "not held",
+        PushBlock(direction="up"): "no pushable block",
+        AdvanceDialog(): "no dialog",
+        Choose(option=0): "no dialog",
+    }
+    for macro, reason in cases.items():
+        result = executor.execute(macro)
+        assert result.refused and reason in result.reason, result
+        assert result.frames == 0
+    assert gameboy.frame == before
+
+
+def test_dialog_macros_close_the_elder_dialog(gameboy: GameBoy) -> None:
+    gameboy.reset("before_npc")
+    executor = MacroExecutor(gameboy)
+    assert executor.execute(Interact(direction="up")).reason == "a dialog opened"
+    assert executor.execute(Choose(option=0)).refused  # no question on screen
+    assert executor.execute(MoveTo(x=2, y=2)).refused  # a dialog is open
+    result = executor.execute(AdvanceDialog())
+    assert result.ok and result.reason == "the dialog closed"
+    assert read_view(gameboy).dialog == 0
+
+
+@pytest.mark.parametrize(("option", "hearts"), [(0, 4), (1, 3)])
+def test_choose_answers_the_shop(gameboy: GameBoy, option: int, hearts: int) -> None:
+    gameboy.reset("before_shop")
+    executor = MacroExecutor(gameboy)
+    executor.execute(Interact(direction="up"))
+    assert "question" in executor.execute(AdvanceDialog()).reason
+    assert executor.execute(Choose(option=option)).ok
+    assert executor.execute(AdvanceDialog()).ok
+    state = read_view(gameboy).situation().state
+    assert state.max_hearts == hearts and not state.dialog.open
+
+
+def test_push_block_solves_the_puzzle(gameboy: GameBoy) -> None:
+    gameboy.reset("before_puzzle")
+    executor = MacroExecutor(gameboy)
+    assert executor.execute(PushBlock(direction="down")).refused  # a tree below
+    for direction in ("right", "right", "down", "down", "down"):
+        result = executor.execute(PushBlock(direction=direction))
+        assert result.ok, result
+    view = read_view(gameboy)
+    assert view.raw.room_status & RoomFlag.PUZZLE_SOLVED
+    assert Metatile.GATE not in {t for row in view.tiles for t in row}
+
+
+def test_use_item_swings_the_sword(gameboy: GameBoy) -> None:
+    gameboy.reset("before_puzzle")  # Link holds the sword in the B slot here
+    assert read_view(gameboy).raw.inventory[0] == 1
+    result = MacroExecutor(gameboy).execute(UseItem(item="sword"))
+    assert result.ok and "B slot" in result.reason and result.frames > 2
+
+
+def test_timeouts_cut_long_macros(gameboy: GameBoy) -> None:
+    gameboy.reset("before_npc")
+    executor = MacroExecutor(gameboy)
+    executor.execute(Interact(direction="up"))
+    result = executor.execute(AdvanceDialog(timeout_frames=10))
+    assert not result.ok and result.frames == 10 and "timed out" in result.reason
