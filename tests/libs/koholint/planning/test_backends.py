@@ -49,18 +49,22 @@ def test_rules_decide_each_start(gameboy: GameBoy) -> None:
     rules, memory = RulesBackend(), SessionMemory()
     assert rules.decide(start(gameboy, "before_npc"), memory).macro == AdvanceDialog()
     puzzle = rules.decide(start(gameboy, "before_puzzle"), memory)
-    assert puzzle.mode == "puzzle" and puzzle.macro == PushBlock(direction="right")
+    assert puzzle.mode == "puzzle"
+    assert puzzle.macro == PushBlock(direction="right")
     assert "5 pushes" in puzzle.reason
     policy = rules.decide(start(gameboy, "start_of_play"), memory)
-    assert policy.macro is None and policy.goal == "find the sword"
-    assert policy.memory is not None and policy.memory.items == 3
+    assert policy.macro is None
+    assert policy.goal == "find the sword"
+    assert policy.memory is not None
+    assert policy.memory.items == 3
 
 
 @pytest.mark.parametrize("name", [*DIALOG_STARTS, "before_puzzle"])
 def test_rules_autopilot_clears_every_start(gameboy: GameBoy, name: str) -> None:
     start(gameboy, name)
     report = run_autopilot(gameboy, RulesBackend(), SessionMemory())
-    assert report.cleared and report.stopped == "cleared", report.reason
+    assert report.stopped == "cleared", report.reason
+    assert report.cleared
     situation = read_view(gameboy).situation()
     assert not situation.state.dialog.open
     if name == "before_puzzle":
@@ -71,13 +75,16 @@ def test_rules_autopilot_clears_every_start(gameboy: GameBoy, name: str) -> None
 def test_autopilot_not_engaged_outside_dialog_and_puzzle(gameboy: GameBoy) -> None:
     start(gameboy, "start_of_play")
     report = run_autopilot(gameboy, RulesBackend(), SessionMemory())
-    assert report.stopped == "not_engaged" and report.frames == 0
+    assert report.stopped == "not_engaged"
+    assert report.frames == 0
 
 
 def test_autopilot_budget(gameboy: GameBoy) -> None:
     start(gameboy, "before_puzzle")
     report = run_autopilot(gameboy, RulesBackend(), SessionMemory(), budget=Budget(max_macros=2))
-    assert report.stopped == "budget" and report.macros == 2 and not report.cleared
+    assert report.stopped == "budget"
+    assert report.macros == 2
+    assert not report.cleared
 
 
 def test_llm_dialog_choice_is_checked_and_repaired(
@@ -91,7 +98,8 @@ def test_llm_dialog_choice_is_checked_and_repaired(
     decision = llm_backend(scripted_llm).decide(situation, SessionMemory(), seed=3)
     assert decision.macro == Choose(option=1)
     assert [c.outcome for c in decision.llm_calls] == ["repaired"]
-    assert scripted_llm.requests[0][0] == "dialog" and scripted_llm.requests[0][1]["seed"] == 3
+    assert scripted_llm.requests[0][0] == "dialog"
+    assert scripted_llm.requests[0][1]["seed"] == 3
 
 
 def test_llm_puzzle_illegal_push_never_executes(
@@ -100,7 +108,8 @@ def test_llm_puzzle_illegal_push_never_executes(
     situation = start(gameboy, "before_puzzle")
     scripted_llm.script(answer(direction="down"), answer(direction="up"))  # tree below, can't reach
     decision = llm_backend(scripted_llm).decide(situation, SessionMemory())
-    assert decision.macro is None and "rejected" in decision.reason
+    assert decision.macro is None
+    assert "rejected" in decision.reason
     assert decision.llm_calls[0].outcome == "rejected"
     prompt = scripted_llm.requests[0][1]["messages"][-1]["content"]
     assert "Pushes possible now: right, left" in prompt
@@ -118,14 +127,16 @@ def test_llm_autopilot_solves_the_puzzle_with_scripted_answers(
 def test_llm_unavailable_gives_no_decision(gameboy: GameBoy, scripted_llm: ScriptedLlm) -> None:
     situation = start(gameboy, "before_npc")
     decision = llm_backend(scripted_llm).decide(situation, SessionMemory())  # every reply 500
-    assert decision.macro is None and "gave up" in decision.reason
+    assert decision.macro is None
+    assert "gave up" in decision.reason
 
 
 def test_llm_state_goal_and_vision(gameboy: GameBoy, scripted_llm: ScriptedLlm) -> None:
     situation = start(gameboy, "start_of_play")
     scripted_llm.script(Reply(status=400), answer(goal="find the sword"))
     decision = llm_backend(scripted_llm).decide(situation, SessionMemory(), frame_png=b"\x89PNG")
-    assert decision.goal == "find the sword" and decision.macro is None
+    assert decision.goal == "find the sword"
+    assert decision.macro is None
     assert "HTTP 400" in decision.vision["error"]
     assert scripted_llm.requests[0][0] == "vision"
 
@@ -135,7 +146,8 @@ def test_memory_is_bounded() -> None:
     for i in range(10):
         memory.add("decision", f"{i}" * 150)
     report = memory.report()
-    assert report.items <= 4 and report.chars <= 500
+    assert report.items <= 4
+    assert report.chars <= 500
     assert report.recent[-1].text.startswith("9")
     memory.add("goal", "x" * 1000)
     assert memory.report().recent[-1].text == "x" * 200

@@ -28,7 +28,8 @@ def gameboy() -> GameBoy:
 def test_move_to_reaches_a_reachable_tile(gameboy: GameBoy) -> None:
     gameboy.reset("start_of_play")
     result = MacroExecutor(gameboy).execute(MoveTo(x=2, y=2))
-    assert result.ok and 0 < result.frames < 900
+    assert result.ok
+    assert 0 < result.frames < 900
     raw = read_view(gameboy).raw
     assert (raw.x, raw.y) == (2 * 16 + 8, 2 * 16 + 8)
 
@@ -40,15 +41,18 @@ def test_move_to_times_out_on_an_unreachable_tile(gameboy: GameBoy) -> None:
         gameboy.memory[RamAddress.ROOM_OBJECTS + y * 16 + x] = Metatile.WALL
     assert read_view(gameboy).tiles[2][2] == Metatile.FLOOR
     result = MacroExecutor(gameboy).execute(MoveTo(x=2, y=2, timeout_frames=60))
-    assert not result.ok and not result.refused
+    assert not result.ok
+    assert not result.refused
     assert result.frames == 60
-    assert "timed out" in result.reason and "no walkable path" in result.reason
+    assert "timed out" in result.reason
+    assert "no walkable path" in result.reason
 
 
 def test_move_to_refuses_solid_targets(gameboy: GameBoy) -> None:
     gameboy.reset("before_puzzle")
     result = MacroExecutor(gameboy).execute(MoveTo(x=9, y=3))
-    assert result.refused and "gate" in result.reason
+    assert result.refused
+    assert "gate" in result.reason
 
 
 def test_refusals_press_nothing(gameboy: GameBoy) -> None:
@@ -64,7 +68,8 @@ def test_refusals_press_nothing(gameboy: GameBoy) -> None:
     }
     for macro, reason in cases.items():
         result = executor.execute(macro)
-        assert result.refused and reason in result.reason, result
+        assert result.refused, result
+        assert reason in result.reason
         assert result.frames == 0
     assert gameboy.frame == before
 
@@ -76,7 +81,8 @@ def test_dialog_macros_close_the_elder_dialog(gameboy: GameBoy) -> None:
     assert executor.execute(Choose(option=0)).refused  # no question on screen
     assert executor.execute(MoveTo(x=2, y=2)).refused  # a dialog is open
     result = executor.execute(AdvanceDialog())
-    assert result.ok and result.reason == "the dialog closed"
+    assert result.ok
+    assert result.reason == "the dialog closed"
     assert read_view(gameboy).dialog == 0
 
 
@@ -89,7 +95,8 @@ def test_choose_answers_the_shop(gameboy: GameBoy, option: int, hearts: int) -> 
     assert executor.execute(Choose(option=option)).ok
     assert executor.execute(AdvanceDialog()).ok
     state = read_view(gameboy).situation().state
-    assert state.max_hearts == hearts and not state.dialog.open
+    assert state.max_hearts == hearts
+    assert not state.dialog.open
 
 
 def test_push_block_solves_the_puzzle(gameboy: GameBoy) -> None:
@@ -108,7 +115,9 @@ def test_use_item_swings_the_sword(gameboy: GameBoy) -> None:
     gameboy.reset("before_puzzle")  # Link holds the sword in the B slot here
     assert read_view(gameboy).raw.inventory[0] == 1
     result = MacroExecutor(gameboy).execute(UseItem(item="sword"))
-    assert result.ok and "B slot" in result.reason and result.frames > 2
+    assert result.ok
+    assert "B slot" in result.reason
+    assert result.frames > 2
 
 
 def test_timeouts_cut_long_macros(gameboy: GameBoy) -> None:
@@ -116,4 +125,6 @@ def test_timeouts_cut_long_macros(gameboy: GameBoy) -> None:
     executor = MacroExecutor(gameboy)
     executor.execute(Interact(direction="up"))
     result = executor.execute(AdvanceDialog(timeout_frames=10))
-    assert not result.ok and result.frames == 10 and "timed out" in result.reason
+    assert not result.ok
+    assert result.frames == 10
+    assert "timed out" in result.reason

@@ -208,5 +208,6 @@ def test_records_export_as_chat_jsonl(scripted_llm: ScriptedLlm, tmp_path: Path)
         "role": "assistant",
         "content": '{"action": "advance", "option": 0}',
     }
-    assert line["metadata"]["seed"] == 5 and line["metadata"]["route"] == "dialog"
+    assert line["metadata"]["seed"] == 5
+    assert line["metadata"]["route"] == "dialog"
     assert log.export_jsonl(path, outcomes=("rejected",)) == 1

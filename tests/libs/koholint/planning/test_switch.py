@@ -31,7 +31,8 @@ PUZZLE = (
 def test_dialog_predicate_ignores_the_box_position_bit() -> None:
     assert not dialog_open(0x00)
     assert not dialog_open(0x80)  # closed, box at the bottom
-    assert dialog_open(0x09) and dialog_open(0x8D)
+    assert dialog_open(0x09)
+    assert dialog_open(0x8D)
 
 
 def test_puzzle_predicate_on_synthetic_rooms() -> None:
