@@ -170,7 +170,11 @@ def cmd_schemas_export(args: argparse.Namespace) -> int:
     return 0
 
 
-SERVICES = {"env-sim": "env_sim.app:main_app", "trainer": "trainer.app:main_app"}
+SERVICES = {
+    "env-sim": "env_sim.app:main_app",
+    "trainer": "trainer.app:main_app",
+    "planner": "planner.app:main_app",
+}
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

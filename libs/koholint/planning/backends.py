@@ -16,7 +16,14 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 
 from koholint.navigation import Metatile
-from koholint.planning.llm import CallRecord, LlmClient, LlmError
+from koholint.planning.llm import (
+    CallLog,
+    CallRecord,
+    LlmClient,
+    LlmError,
+    RetryPolicy,
+    RouteSettings,
+)
 from koholint.planning.macros import AdvanceDialog, Choose, Direction, Macro, PushBlock
 from koholint.planning.memory import MemoryReport, SessionMemory
 from koholint.planning.puzzle import find_tiles, legal_pushes, push_problem, solve
@@ -330,3 +337,38 @@ class LlmBackend:
         except LlmError as error:
             return {"error": str(error)[:300]}
         return answer.value.model_dump()
+
+
+BACKENDS = ("rules", "local", "llm-d")
+LOCAL_MODEL = "smollm2-135m-instruct"
+
+
+def make_backend(
+    kind: str,
+    *,
+    base_url: str = "",
+    models: dict[str, str] | None = None,
+    timeout_s: float = 30.0,
+    attempts: int = 4,
+    vision: bool = False,
+    log: CallLog | None = None,
+) -> RulesBackend | LlmBackend:
+    """`rules`; `local` (the local model server, one model on every route, text only); or
+    `llm-d` (the gateway at `base_url`, a model name per route in `models`)."""
+    if kind == "rules":
+        return RulesBackend()
+    if kind not in BACKENDS:
+        raise ValueError(f"backend {kind!r} is unknown; use one of {', '.join(BACKENDS)}")
+    if kind == "local":
+        base_url = base_url or "http://127.0.0.1:8090"
+        models = {route: LOCAL_MODEL for route in ("dialog", "puzzle", "state")}
+        vision = False
+    if not base_url:
+        raise ValueError("the llm-d backend needs the gateway's base URL (llm_base_url)")
+    if not models:
+        raise ValueError("the llm-d backend needs a model name per route (dialog, puzzle, ...)")
+    routes = {
+        route: RouteSettings(model=model, timeout_s=timeout_s) for route, model in models.items()
+    }
+    client = LlmClient(base_url, routes, retry=RetryPolicy(attempts=attempts), log=log)
+    return LlmBackend(client, name=kind, vision=vision)

@@ -25,8 +25,10 @@ from koholint.ram import (
 from koholint.state import GameState, RawState, count_visited_rooms
 
 Tiles = tuple[tuple[int, ...], ...]
-# WRAM, OAM and HRAM: everything RawState and the room tiles read.
-_REGIONS = ((0xC000, 0x2000), (0xFE00, 0xA0), (0xFF80, 0x80))
+# Everything RawState, the room tiles and the visited-room count read: link/dialog/entity
+# tables (C1xx-C3xx), room tiles to inventory (D7xx-DBxx), OAM and HRAM. Each read stays
+# under env-sim's 4 KiB limit per memory request.
+_REGIONS = ((0xC100, 0x300), (0xD700, 0x500), (0xFE00, 0xA0), (0xFF80, 0x80))
 
 
 class MemorySnapshot:

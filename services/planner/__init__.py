@@ -1,0 +1,1 @@
+"""planner: the policy switch and macro executor behind HTTP (``koholint serve planner``)."""

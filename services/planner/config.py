@@ -1,0 +1,50 @@
+"""planner settings, from the environment with the prefix KOHOLINT_PLANNER_."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from koholint.planning.backends import BACKENDS
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KOHOLINT_PLANNER_", extra="ignore")
+
+    backend: str = Field("rules", description="rules | local | llm-d")
+    llm_base_url: str = Field("", description="llm-d gateway (or local model server) base URL")
+    model_dialog: str = "dialog"
+    model_puzzle: str = "puzzle"
+    model_state: str = "state"
+    model_vision: str = "vision"
+    vision: bool = Field(False, description="ask /vision about frames sent with /v1/decide")
+    llm_timeout_s: float = Field(30.0, gt=0, le=600)
+    llm_attempts: int = Field(4, ge=1, le=10)
+    env_sim_url: str = Field("http://127.0.0.1:8080", description="env-sim for autopilot")
+    enter_after: int = Field(1, ge=1, le=1000, description="switch: observations to take over")
+    leave_after: int = Field(2, ge=1, le=1000, description="switch: observations to let go")
+    max_memories: int = Field(256, ge=1, le=100_000, description="session memories kept (LRU)")
+    memory_max_items: int = Field(16, ge=1, le=1000)
+    memory_max_chars: int = Field(2000, ge=200, le=100_000)
+    max_autopilot_macros: int = Field(256, ge=1, le=10_000)
+    max_autopilot_frames: int = Field(60_000, ge=1, le=1_000_000)
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    call_log_limit: int = Field(10_000, ge=1, le=1_000_000)
+    log_level: str = "INFO"
+
+    @field_validator("backend")
+    @classmethod
+    def known_backend(cls, value: str) -> str:
+        if value not in BACKENDS:
+            raise ValueError(f"use one of {', '.join(BACKENDS)}")
+        return value
+
+    def models(self) -> dict[str, str]:
+        models = {
+            "dialog": self.model_dialog,
+            "puzzle": self.model_puzzle,
+            "state": self.model_state,
+        }
+        if self.vision:
+            models["vision"] = self.model_vision
+        return models

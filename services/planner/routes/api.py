@@ -1,0 +1,52 @@
+"""Decisions, autopilot on env-sim sessions, and the recorded language-model calls."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.responses import PlainTextResponse
+from starlette.concurrency import run_in_threadpool
+
+from koholint.planning.autopilot import AutopilotReport
+from koholint.planning.backends import Decision
+from planner.service import SESSION_PATTERN, AutopilotRequest, DecideRequest, Planner
+
+router = APIRouter(prefix="/v1", tags=["planner"])
+
+
+def get_planner(request: Request) -> Planner:
+    return request.app.state.planner  # type: ignore[no-any-return]
+
+
+PlannerDep = Annotated[Planner, Depends(get_planner)]
+
+
+@router.post("/decide")
+async def decide(body: DecideRequest, planner: PlannerDep) -> Decision:
+    """A macro for the situation (structured state + room tiles, optional frame), or none
+    with the reason; the session's memory is updated and shown in the record."""
+    return await run_in_threadpool(planner.decide, body)
+
+
+@router.post("/sessions/{session_id}/autopilot")
+async def autopilot(
+    session_id: Annotated[str, Path(pattern=SESSION_PATTERN)],
+    planner: PlannerDep,
+    body: AutopilotRequest | None = None,
+) -> AutopilotReport:
+    """Drive an env-sim session with switch + macros until it leaves dialog/puzzle or the
+    budget runs out. 404: no such env-sim session; 409: one autopilot per session at a time."""
+    return await run_in_threadpool(planner.autopilot, session_id, body or AutopilotRequest())
+
+
+@router.get("/llm-calls.jsonl", response_class=PlainTextResponse)
+async def llm_calls(planner: PlannerDep, outcome: str = "valid,repaired") -> PlainTextResponse:
+    """Recorded language-model calls as chat-format JSONL (for fine-tuning the models)."""
+    import json
+
+    wanted = set(outcome.split(","))
+    lines = [json.dumps(r.to_chat()) for r in planner.calls.records() if r.outcome in wanted]
+    return PlainTextResponse(
+        "".join(line + "\n" for line in lines), media_type="application/x-ndjson"
+    )
