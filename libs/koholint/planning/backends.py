@@ -361,7 +361,7 @@ def make_backend(
         raise ValueError(f"backend {kind!r} is unknown; use one of {', '.join(BACKENDS)}")
     if kind == "local":
         base_url = base_url or "http://127.0.0.1:8090"
-        models = {route: LOCAL_MODEL for route in ("dialog", "puzzle", "state")}
+        models = dict.fromkeys(("dialog", "puzzle", "state"), LOCAL_MODEL)
         vision = False
     if not base_url:
         raise ValueError("the llm-d backend needs the gateway's base URL (llm_base_url)")
