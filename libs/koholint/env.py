@@ -276,6 +276,20 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             raise gym.error.ResetNeeded("call reset() before step(): the episode has not started")
         applied = self._resolve_action(action)
         self._apply(applied)
+        return self._transition(previous, applied)
+
+    def absorb(self) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        """One transition for frames the emulator ran outside ``step`` (the planner's macros):
+        rewards compare the state before them with now, and it counts as one step. Coverage
+        sees only where Link ends up, not the cells walked through on the way."""
+        if self._raw is None:
+            raise gym.error.ResetNeeded("call reset() before absorb()")
+        self._last_action = Action.NOOP
+        return self._transition(self._raw, Action.NOOP)
+
+    def _transition(
+        self, previous: RawState, applied: Action
+    ) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         raw = self._read()
         self._steps += 1
         components = self._reward_components(previous, raw)

@@ -20,7 +20,10 @@ ENV_OVERRIDES = {
     "KOHOLINT_STORE_URL": "store_url",
     "KOHOLINT_REDIS_URL": "redis_url",
     "KOHOLINT_RUN_DIR": "run_dir",
+    "PLANNER": "planner",
+    "PLANNER_URL": "planner_url",
 }
+PLANNERS = ("off", "rules", "local", "llm-d", "http")
 
 
 class TrainConfigError(ValueError):
@@ -87,6 +90,11 @@ class TrainConfig:
     """local folder for Ray's temporary files, the learning curve and logs"""
     resume_from: str = ""
     """a checkpoint name from the ledger to resume from"""
+    planner: str = "off"
+    """hybrid control in dialog and puzzle: off, rules, local, llm-d (in-process backends)
+    or http (the planner service at planner_url)"""
+    planner_url: str = ""
+    """the planner service (planner=http) or the language-model base URL (local, llm-d)"""
 
     def validate(self) -> None:
         if self.num_env_runners < 0 or self.envs_per_env_runner < 1:
@@ -111,6 +119,11 @@ class TrainConfig:
             (self.archive_restart_every >= 1, "archive_restart_every must be >= 1"),
             (self.export_every_episodes >= 0, "export_every_episodes must be >= 0"),
             (self.checkpoint_every_iterations >= 1, "checkpoint_every_iterations must be >= 1"),
+            (self.planner in PLANNERS, f"planner must be one of {', '.join(PLANNERS)}"),
+            (
+                self.planner not in ("http", "llm-d") or bool(self.planner_url),
+                f"planner={self.planner} needs planner_url (PLANNER_URL)",
+            ),
             (
                 self.reward_mode in ("sparse", "progress", "progress+coverage"),
                 "reward_mode must be sparse, progress or progress+coverage",

@@ -1,4 +1,4 @@
-"""The training environment: koholint/Zelda-v0 inside curiosity, Go-Explore and export wrappers.
+"""The training environment: koholint/Zelda-v0 inside planner, curiosity, Go-Explore and export wrappers.
 
 Built inside each Ray env runner from a plain dict (RLlib's env_config). The Go-Explore
 archive is shared through a named Ray actor; segments are exported by one queue per process.
@@ -15,8 +15,11 @@ import ray
 
 from koholint.archive import Archive, CellRecord
 from koholint.bus import RedisBus
+from koholint.clients.planner import PlannerClient
 from koholint.env import ZeldaEnv
 from koholint.export import ExportQueue, SegmentRecorder
+from koholint.planning.backends import Backend, make_backend
+from koholint.planning.hybrid import PlannerControlWrapper
 from koholint.rnd import RndConfig
 from koholint.store import open_store
 from koholint.wrappers import CuriosityWrapper, Frontier, GoExploreWrapper, LocalArchiveSource
@@ -31,6 +34,8 @@ TRAINER_KEYS = (
     "archive_restart_every",
     "export_every_episodes",
     "segment_steps",
+    "planner",
+    "planner_url",
 )
 
 
@@ -87,11 +92,22 @@ def process_exporter(store_url: str, redis_url: str) -> ExportQueue:
         return _exporters[key]
 
 
+def planner_backend(kind: str, url: str) -> Backend:
+    """The hybrid wrapper's decider: in-process, or the planner service over HTTP."""
+    if kind == "http":
+        return PlannerClient(url)
+    return make_backend(kind, base_url=url, models={r: r for r in ("dialog", "puzzle", "state")})
+
+
 def make_train_env(env_config: Any) -> gym.Env[np.ndarray, Any]:
     settings = dict(env_config)
     trainer = {key: settings.pop(key) for key in TRAINER_KEYS}
     index = getattr(env_config, "worker_index", 0) * 1000 + getattr(env_config, "vector_index", 0)
     env: gym.Env[np.ndarray, Any] = ZeldaEnv(settings)
+    if trainer["planner"] != "off":
+        env = PlannerControlWrapper(
+            env, planner_backend(trainer["planner"], trainer["planner_url"])
+        )
     if trainer["curiosity_weight"] > 0:
         env = CuriosityWrapper(env, weight=trainer["curiosity_weight"], rnd=RndConfig(seed=index))
     env = GoExploreWrapper(

@@ -220,6 +220,7 @@ def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
         "archive_actor": archive_actor, "curiosity_weight": config.curiosity_weight,
         "archive_restart_every": config.archive_restart_every,
         "export_every_episodes": config.export_every_episodes, "segment_steps": config.segment_steps,
+        "planner": config.planner, "planner_url": config.planner_url,
     }  # fmt: skip
     ppo = (
         PPOConfig()

@@ -33,6 +33,8 @@ def test_environment_overrides():
         ({"train_batch_size": 64, "minibatch_size": 128}, {}, "smaller than minibatch_size"),
         ({}, {"BATCH_SIZE": "lots"}, "BATCH_SIZE='lots' must be an integer"),
         ({"reward_mode": "dense"}, {}, "reward_mode"),
+        ({}, {"PLANNER": "gpt"}, "planner must be one of off, rules, local, llm-d, http"),
+        ({"planner": "http"}, {}, "planner=http needs planner_url"),
     ],
 )
 def test_impossible_values_are_refused(values, environ, message):
@@ -54,3 +56,12 @@ def test_a_store_that_refuses_writes_is_refused_before_work(tmp_path):
     config = TrainConfig.from_mapping({"store_url": str(blocker)}, environ={})
     with pytest.raises(TrainConfigError, match="KOHOLINT_STORE_URL"):
         preflight(config)
+
+
+def test_planner_settings_reach_the_training_env():
+    from trainer.envs import planner_backend
+
+    config = TrainConfig.from_mapping({}, environ={"PLANNER": "rules"})
+    assert config.planner == "rules"
+    assert planner_backend("rules", "").name == "rules"
+    assert planner_backend("http", "http://planner:8000").name == "planner-http"
