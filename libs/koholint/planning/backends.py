@@ -352,6 +352,7 @@ def make_backend(
     attempts: int = 4,
     vision: bool = False,
     log: CallLog | None = None,
+    temperature: float | None = None,
 ) -> RulesBackend | LlmBackend:
     """`rules`; `local` (the local model server, one model on every route, text only); or
     `llm-d` (the gateway at `base_url`, a model name per route in `models`)."""
@@ -363,12 +364,16 @@ def make_backend(
         base_url = base_url or "http://127.0.0.1:8090"
         models = dict.fromkeys(("dialog", "puzzle", "state"), LOCAL_MODEL)
         vision = False
+        # At temperature 0 a 135M model repeats one wrong answer forever; sampled answers
+        # with per-request seeds stay reproducible and let the repair round differ.
+        temperature = 0.7 if temperature is None else temperature
     if not base_url:
         raise ValueError("the llm-d backend needs the gateway's base URL (llm_base_url)")
     if not models:
         raise ValueError("the llm-d backend needs a model name per route (dialog, puzzle, ...)")
     routes = {
-        route: RouteSettings(model=model, timeout_s=timeout_s) for route, model in models.items()
+        route: RouteSettings(model=model, timeout_s=timeout_s, temperature=temperature or 0.0)
+        for route, model in models.items()
     }
     client = LlmClient(base_url, routes, retry=RetryPolicy(attempts=attempts), log=log)
     return LlmBackend(client, name=kind, vision=vision)
