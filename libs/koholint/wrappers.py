@@ -89,15 +89,25 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
 
     A restarted episode counts its steps and return from the frontier cell's, so a cell is
     never credited as reached faster than it really was. Saving a state is slow (PyBoy,
-    ~16 ms), so a state is saved only when this env improves on the best it knows of a cell,
-    across episodes; improvements go to the source at the end of each episode."""
+    ~16 ms), so a state is saved only for a cell this env has not seen or reaches at least
+    `improve_by` steps sooner than it knows of (small shortcuts are not worth 16 ms, and
+    early in training they come every few steps); improvements go to the source at the end
+    of each episode."""
 
     def __init__(
-        self, env: gym.Env[np.ndarray, Any], source: ArchiveSource, *, restart_every: int = 4
+        self,
+        env: gym.Env[np.ndarray, Any],
+        source: ArchiveSource,
+        *,
+        restart_every: int = 4,
+        improve_by: int = 8,
     ) -> None:
         super().__init__(env)
         if restart_every < 1:
             raise ValueError(f"restart_every {restart_every} must be >= 1 (1 = every episode)")
+        if improve_by < 1:
+            raise ValueError(f"improve_by {improve_by} must be >= 1")
+        self.improve_by = improve_by
         self.source = source
         self.restart_every = restart_every
         self._episodes = 0
@@ -130,7 +140,7 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         game = self.env.unwrapped
         cell = info["cell"]
         known = self._known.get(cell)
-        better = known is None or (self._steps, -self._return) < (known[0], -known[1])
+        better = known is None or self._steps <= known[0] - self.improve_by
         # A state saved mid-transition would restart in the next room, not this cell.
         if better and not game.raw_state.transition:  # type: ignore[attr-defined]
             self._known[cell] = (self._steps, self._return)

@@ -66,3 +66,33 @@ def test_restarted_episodes_count_from_the_frontier_cell_and_states_are_not_resa
     assert env._steps > 0  # counting continues from the frontier cell's steps
     env.close()
     assert first_episode_saves <= len(archive)  # one save per improved cell, no more
+
+
+def test_a_cell_is_resaved_only_for_a_real_shortcut():
+    archive = Archive()
+    env = GoExploreWrapper(
+        ZeldaEnv(max_episode_steps=40, sticky_action_probability=0.0),
+        LocalArchiveSource(archive),
+        restart_every=100,
+        improve_by=8,
+    )
+    saves = []
+    gameboy = env.unwrapped.gameboy
+    original = gameboy.save_state
+    gameboy.save_state = lambda: saves.append(1) or original()
+    env.reset(seed=0)
+    for _ in range(6):  # stand still: the same cell at steps 1..6, only the first is new
+        env.step(Action.NOOP)
+    assert len(saves) == 1
+    env.reset(seed=0)
+    for _ in range(6):  # steps 1..6 again: no shortcut of 8 steps
+        env.step(Action.NOOP)
+    assert len(saves) == 1
+    env._known = {cell: (14, ret) for cell, (_, ret) in env._known.items()}
+    env.step(Action.NOOP)  # step 7 is not 8 sooner than 14
+    assert len(saves) == 1
+    env._known = {cell: (16, ret) for cell, (_, ret) in env._known.items()}
+    env.step(Action.NOOP)  # step 8 is 8 sooner than 16 -> saved
+    assert len(saves) == 2
+    with pytest.raises(ValueError, match="improve_by"):
+        GoExploreWrapper(ZeldaEnv(), LocalArchiveSource(archive), improve_by=0)
