@@ -22,7 +22,7 @@ import numpy as np
 
 from koholint.emulator import Button, GameBoy
 from koholint.encoding import OBSERVATION_SIZE, encode
-from koholint.ram import CARTRIDGE_SEED_ADDRESS, GameplayType, MotionState
+from koholint.ram import CARTRIDGE_SEED_ADDRESS, GameplayType, MotionState, RamAddress, RoomFlag
 from koholint.state import RawState, count_visited_rooms
 from koholint.states import load_named_state
 
@@ -302,7 +302,10 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self._raw = raw
         terminated = raw.gameplay_type == GameplayType.CREDITS
         truncated = not terminated and self._steps >= self.config.max_episode_steps
-        return encode(raw), reward, terminated, truncated, self._info(raw, components, applied)
+        info = self._info(raw, components, applied)
+        if terminated or truncated:
+            info["milestones"] = milestones(self.gameboy.memory, raw)
+        return encode(raw), reward, terminated, truncated, info
 
     @property
     def raw_state(self) -> RawState:
@@ -419,6 +422,23 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
 
 _WORLD = int(GameplayType.WORLD)
+# The cartridge's progress, in route order: (name, room-status address, flag) or a RawState test.
+MILESTONES = ("sword", "puzzle", "dungeon", "key", "instrument")
+_PUZZLE_ROOM_STATUS = RamAddress.OVERWORLD_ROOM_STATUS + 0x01
+_DUNGEON_ENTRANCE_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x10
+_KEY_HALL_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x08
+
+
+def milestones(memory: Any, raw: RawState) -> dict[str, bool]:
+    """Which steps of the cartridge's route this episode's game has reached (the room flags
+    persist in RAM, so a restarted episode reports what its start state had reached too)."""
+    return {
+        "sword": 1 in raw.inventory,
+        "puzzle": bool(memory[_PUZZLE_ROOM_STATUS] & RoomFlag.PUZZLE_SOLVED),
+        "dungeon": bool(memory[_DUNGEON_ENTRANCE_STATUS] & RoomFlag.VISITED),
+        "key": bool(memory[_KEY_HALL_STATUS] & RoomFlag.KEY_TAKEN),
+        "instrument": raw.instrument,
+    }
 
 
 def _items_held(raw: RawState) -> int:

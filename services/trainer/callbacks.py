@@ -17,3 +17,5 @@ class KoholintCallbacks(RLlibCallback):
         metrics_logger.log_value(
             "won", 1.0 if episode.is_terminated else 0.0, reduce="mean", window=100
         )
+        for name, reached in (info.get("milestones") or {}).items():
+            metrics_logger.log_value(f"reached_{name}", float(reached), reduce="mean", window=100)

@@ -71,7 +71,7 @@ class TrainConfig:
     curiosity_weight: float = 1.0
     """RND weight before the 30% budget; 0 turns curiosity off"""
     archive_restart_every: int = 4
-    """every K-th episode of an env starts from a frontier cell of the archive"""
+    """every K-th episode of an env starts from a frontier cell of the archive (0 = no archive)"""
     export_every_episodes: int = 20
     """every N-th episode of an env is exported as segments (0 = never)"""
     segment_steps: int = 256
@@ -116,7 +116,7 @@ class TrainConfig:
             (self.learning_rate > 0, "learning_rate must be > 0"),
             (0 < self.gamma <= 1, "gamma must be in (0, 1]"),
             (self.curiosity_weight >= 0, "curiosity_weight must be >= 0"),
-            (self.archive_restart_every >= 1, "archive_restart_every must be >= 1"),
+            (self.archive_restart_every >= 0, "archive_restart_every must be >= 0 (0 = off)"),
             (self.export_every_episodes >= 0, "export_every_episodes must be >= 0"),
             (self.checkpoint_every_iterations >= 1, "checkpoint_every_iterations must be >= 1"),
             (self.planner in PLANNERS, f"planner must be one of {', '.join(PLANNERS)}"),

@@ -110,11 +110,12 @@ def make_train_env(env_config: Any) -> gym.Env[np.ndarray, Any]:
         )
     if trainer["curiosity_weight"] > 0:
         env = CuriosityWrapper(env, weight=trainer["curiosity_weight"], rnd=RndConfig(seed=index))
-    env = GoExploreWrapper(
-        env,
-        RayArchiveSource(ray.get_actor(trainer["archive_actor"])),
-        restart_every=trainer["archive_restart_every"],
-    )
+    if trainer["archive_restart_every"]:
+        env = GoExploreWrapper(
+            env,
+            RayArchiveSource(ray.get_actor(trainer["archive_actor"])),
+            restart_every=trainer["archive_restart_every"],
+        )
     if trainer["export_every_episodes"]:
         exporter = process_exporter(trainer["store_url"], trainer["redis_url"])
         env = SegmentRecorder(

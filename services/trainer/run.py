@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from koholint.env import MILESTONES
 from koholint.store import ObjectStore, StoreError, open_store
 from trainer.config import TrainConfig, TrainConfigError
 from trainer.ledger import CheckpointLedger
@@ -38,6 +39,9 @@ class RunStatus:
     archive_cells: int = 0
     checkpoints: int = 0
     error: str | None = None
+    reached: dict[str, float] = field(default_factory=dict)
+    """per milestone (sword, puzzle, dungeon, key, instrument): the highest share of
+    episodes (100-episode window) that had reached it"""
     curve: list[dict[str, float]] = field(default_factory=list)
 
     def public(self) -> dict[str, Any]:
@@ -161,6 +165,10 @@ class TrainingRun:
             value = _number(runners.get(key))
             if value is not None:
                 setattr(self.status, name, value)
+        for milestone in MILESTONES:
+            value = _number(runners.get(f"reached_{milestone}"))
+            if value is not None:
+                self.status.reached[milestone] = max(self.status.reached.get(milestone, 0.0), value)
         self.status.archive_cells = int(ray.get(archive.size.remote()))
         self.status.curve.append({
             "env_steps": self.status.env_steps, "rooms": self.status.rooms_mean or 0.0,

@@ -370,3 +370,21 @@ def test_cartridge_seed_changes_enemy_placement():
         ).hexdigest()
 
     assert enemies(0) != enemies(9)
+
+
+@pytest.mark.parametrize(
+    ("start", "expected"),
+    [
+        ("start_of_play", {"sword": False, "puzzle": False, "dungeon": False, "key": False}),
+        ("before_puzzle", {"sword": True, "puzzle": False, "dungeon": False, "key": False}),
+        ("last_room", {"sword": True, "puzzle": True, "dungeon": True, "key": True}),
+    ],
+)
+def test_episode_end_reports_milestones(start, expected):
+    env = ZeldaEnv(start_state=start, max_episode_steps=2)
+    env.reset(seed=0)
+    _, _, _, _, info = env.step(0)
+    assert "milestones" not in info  # only when the episode ends
+    _, _, _, truncated, info = env.step(0)
+    assert truncated
+    assert info["milestones"] == {**expected, "instrument": False}

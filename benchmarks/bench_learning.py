@@ -1,0 +1,142 @@
+"""Learning at a fixed budget: random play, PPO, + coverage, + RND, + the Go-Explore archive.
+
+Each configuration trains (or plays, for random) `--steps` env steps from `start_of_play`
+with 1,024-step episodes and writes `<out>/<config>.json` (final window means of rooms and
+cells per episode, win rate, the highest share of episodes that reached each milestone,
+steps/s, wall time, the curve). `--plot` draws every result found in `<out>` into
+`<out>/learning_curve.png`. Run configurations one at a time; results accumulate.
+
+    .venv/bin/python benchmarks/bench_learning.py --config random --steps 1000000
+    .venv/bin/python benchmarks/bench_learning.py --config full --steps 1000000 --plot
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from koholint.env import MILESTONES, ZeldaEnv
+
+EPISODE = 1024
+PPO_CONFIGS: dict[str, dict[str, Any]] = {
+    "ppo": {"reward_mode": "progress", "curiosity_weight": 0.0, "archive_restart_every": 0},
+    "ppo+coverage": {"curiosity_weight": 0.0, "archive_restart_every": 0},
+    "ppo+coverage+rnd": {"curiosity_weight": 1.0, "archive_restart_every": 0},
+    "full": {"curiosity_weight": 1.0, "archive_restart_every": 4},  # + the archive
+}
+WINDOW = 100
+
+
+def random_play(steps: int, seed: int) -> dict[str, Any]:
+    env = ZeldaEnv(max_episode_steps=EPISODE, info_state=False)
+    rng = np.random.default_rng(seed)
+    env.reset(seed=seed)
+    episodes: list[dict[str, Any]] = []
+    curve = []
+    started = time.perf_counter()
+    for step in range(1, steps + 1):
+        _, _, terminated, truncated, info = env.step(int(rng.integers(9)))
+        if terminated or truncated:
+            episodes.append({"rooms": info["rooms"], "cells": info["cells"], "won": terminated,
+                             **info["milestones"]})  # fmt: skip
+            recent = episodes[-WINDOW:]
+            curve.append({"env_steps": step, "rooms": _mean(recent, "rooms"),
+                          "cells": _mean(recent, "cells")})  # fmt: skip
+            env.reset()
+    elapsed = time.perf_counter() - started
+    recent = episodes[-WINDOW:]
+    return {
+        "rooms": _mean(recent, "rooms"), "cells": _mean(recent, "cells"),
+        "win_rate": _mean(recent, "won"),
+        "reached": {m: max(_mean(episodes[i : i + WINDOW], m) for i in range(0, len(episodes), WINDOW))
+                    for m in MILESTONES},
+        "steps_per_second": steps / elapsed, "wall_s": elapsed, "env_steps": steps, "curve": curve,
+    }  # fmt: skip
+
+
+def _mean(rows: list[dict[str, Any]], key: str) -> float:
+    return float(np.mean([float(row[key]) for row in rows])) if rows else 0.0
+
+
+def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> dict[str, Any]:
+    from trainer.config import TrainConfig
+    from trainer.run import TrainingRun
+
+    folder = tempfile.mkdtemp(prefix=f"learning-{config_name}-")
+    config = TrainConfig.from_mapping(
+        {
+            "run": f"learning-{config_name}", "total_env_steps": steps, "seed": seed,
+            "episode_length": EPISODE, "num_env_runners": workers, "envs_per_env_runner": envs,
+            "export_every_episodes": 0, "checkpoint_every_iterations": 50,
+            "store_url": f"{folder}/store", "run_dir": f"{folder}/runs",
+            **PPO_CONFIGS[config_name],
+        },
+        environ={},
+    )  # fmt: skip
+    started = time.perf_counter()
+    status = TrainingRun(config).run()
+    elapsed = time.perf_counter() - started
+    if status.state != "finished":
+        raise RuntimeError(f"{config_name}: the run ended {status.state}: {status.error}")
+    return {
+        "rooms": status.rooms_mean, "cells": status.cells_mean, "win_rate": status.win_rate,
+        "reached": {m: status.reached.get(m, 0.0) for m in MILESTONES},
+        "archive_cells": status.archive_cells, "steps_per_second": status.steps_per_second,
+        "wall_s": elapsed, "env_steps": status.env_steps, "curve": status.curve,
+    }  # fmt: skip
+
+
+def plot(out: Path) -> Path:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (rooms, cells) = plt.subplots(1, 2, figsize=(11, 4))
+    for path in sorted(out.glob("*.json")):
+        result = json.loads(path.read_text())
+        xs = [point["env_steps"] for point in result["curve"]]
+        rooms.plot(xs, [p["rooms"] for p in result["curve"]], label=path.stem)
+        cells.plot(xs, [p["cells"] for p in result["curve"]], label=path.stem)
+    for axis, name in ((rooms, "rooms per episode"), (cells, "cells per episode")):
+        axis.set_xlabel("env steps")
+        axis.set_ylabel(f"{name} (mean of the last {WINDOW} episodes)")
+        axis.legend()
+    figure.tight_layout()
+    target = out / "learning_curve.png"
+    figure.savefig(target, dpi=80)
+    return target
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", choices=["random", *PPO_CONFIGS])
+    parser.add_argument("--steps", type=int, default=1_000_000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning"))
+    parser.add_argument("--plot", action="store_true")
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    if args.config:
+        if args.config == "random":
+            result = random_play(args.steps, args.seed)
+        else:
+            result = train(args.config, args.steps, args.seed, args.workers, args.envs)
+        result.update(config=args.config, seed=args.seed)
+        (args.out / f"{args.config}.json").write_text(json.dumps(result, indent=1))
+        summary = {k: v for k, v in result.items() if k != "curve"}
+        print(json.dumps(summary, indent=1))
+    if args.plot:
+        print(f"wrote {plot(args.out)}")
+
+
+if __name__ == "__main__":
+    main()
