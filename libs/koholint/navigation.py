@@ -60,6 +60,13 @@ STAIRS = frozenset({Metatile.STAIRS_DOWN, Metatile.STAIRS_UP})
 
 Cell = tuple[int, int]
 STEPS: dict[str, Cell] = {"right": (1, 0), "left": (-1, 0), "up": (0, -1), "down": (0, 1)}
+DIRECTION_BUTTONS = {
+    "right": Button.RIGHT,
+    "left": Button.LEFT,
+    "up": Button.UP,
+    "down": Button.DOWN,
+}
+FACING = {"right": 0, "left": 1, "up": 2, "down": 3}  # hLinkDirection values
 
 
 class NoPathError(RuntimeError):

@@ -13,6 +13,8 @@ from collections.abc import Callable
 
 from koholint.emulator import Button, GameBoy
 from koholint.navigation import (
+    DIRECTION_BUTTONS,
+    FACING,
     WALKABLE,
     Metatile,
     NoPathError,
@@ -33,14 +35,6 @@ from koholint.ram import (
 )
 from koholint.states import STATE_NAMES
 from koholint.walkthrough import Walkthrough
-
-DIRECTION_BUTTON = {
-    "right": Button.RIGHT,
-    "left": Button.LEFT,
-    "up": Button.UP,
-    "down": Button.DOWN,
-}
-FACING_CODE = {"right": 0, "left": 1, "up": 2, "down": 3}
 
 
 class RouteError(RuntimeError):
@@ -164,8 +158,8 @@ class Route:
         raise RouteError(f"could not reach {tile} in room {room} within {limit} frames")
 
     def face(self, direction: str) -> None:
-        if self.byte(RamAddress.LINK_DIRECTION) != FACING_CODE[direction]:
-            self.tap(DIRECTION_BUTTON[direction])
+        if self.byte(RamAddress.LINK_DIRECTION) != FACING[direction]:
+            self.tap(DIRECTION_BUTTONS[direction])
 
     def leave(self, direction: str, limit: int = 600) -> None:
         """Walk through the room's opening on the `direction` edge into the next room."""
@@ -177,7 +171,7 @@ class Route:
         for _ in range(limit):
             if self.ram.room_key() != room:
                 break
-            self.press(DIRECTION_BUTTON[direction])
+            self.press(DIRECTION_BUTTONS[direction])
         else:
             raise RouteError(f"did not leave room {room} going {direction}")
         self.wait_until(lambda: not self.busy(), 120, "the room transition to end")
@@ -223,7 +217,7 @@ class Route:
         for _ in range(pushes):
             before = self.ram.room_objects()
             for _ in range(limit):
-                self.press(DIRECTION_BUTTON[direction])
+                self.press(DIRECTION_BUTTONS[direction])
                 if self.ram.room_objects() != before:
                     break
             else:

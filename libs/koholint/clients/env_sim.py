@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from koholint.clients import ServiceError, check_response
 from koholint.schemas.env_sim import (
     BatchResult,
     MemoryRead,
@@ -26,23 +27,14 @@ from koholint.state import GameState
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
 
-class EnvSimError(RuntimeError):
+class EnvSimError(ServiceError):
     """env-sim answered with an error; `problem` holds its problem+json body."""
 
-    def __init__(self, status: int, problem: dict[str, Any]) -> None:
-        super().__init__(f"env-sim {status}: {problem.get('detail', problem)}")
-        self.status = status
-        self.problem = problem
+    service = "env-sim"
 
 
 def _check(response: httpx.Response) -> httpx.Response:
-    if response.is_error:
-        try:
-            problem = response.json()
-        except ValueError:
-            problem = {"detail": response.text}
-        raise EnvSimError(response.status_code, problem)
-    return response
+    return check_response(response, EnvSimError)
 
 
 def _settings(settings: dict[str, Any]) -> dict[str, Any]:

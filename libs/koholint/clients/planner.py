@@ -7,28 +7,21 @@ from typing import Any
 
 import httpx
 
+from koholint.clients import ServiceError, check_response
 from koholint.planning.autopilot import AutopilotReport
 from koholint.planning.backends import Decision
 from koholint.planning.memory import SessionMemory
 from koholint.planning.view import Situation
 
 
-class PlannerError(RuntimeError):
+class PlannerError(ServiceError):
     """The planner answered with an error; `problem` holds its problem+json body."""
 
-    def __init__(self, status: int, problem: dict[str, Any]) -> None:
-        super().__init__(f"planner {status}: {problem.get('detail', problem)}")
-        self.status, self.problem = status, problem
+    service = "planner"
 
 
 def _json(response: httpx.Response) -> Any:
-    if response.is_error:
-        try:
-            problem = response.json()
-        except ValueError:
-            problem = {"detail": response.text}
-        raise PlannerError(response.status_code, problem)
-    return response.json()
+    return check_response(response, PlannerError).json()
 
 
 class PlannerClient:

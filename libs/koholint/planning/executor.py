@@ -11,6 +11,8 @@ from collections.abc import Callable
 
 from koholint.emulator import Button, Emulator
 from koholint.navigation import (
+    DIRECTION_BUTTONS,
+    FACING,
     STEPS,
     WALKABLE,
     Cell,
@@ -35,13 +37,6 @@ from koholint.planning.puzzle import find_tiles, push_problem, tile_name
 from koholint.planning.view import View, read_view
 from koholint.ram import DialogState, MotionState
 
-DIRECTION_BUTTONS = {
-    "right": Button.RIGHT,
-    "left": Button.LEFT,
-    "up": Button.UP,
-    "down": Button.DOWN,
-}
-FACING = {"right": 0, "left": 1, "up": 2, "down": 3}
 # Link walks 1 px a frame: hold a direction at most this many frames between reads.
 MAX_WALK_CHUNK = 8
 DIALOG_MACROS = ("ADVANCE_DIALOG", "CHOOSE")
