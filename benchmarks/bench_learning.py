@@ -71,7 +71,7 @@ def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> d
     folder = tempfile.mkdtemp(prefix=f"learning-{config_name}-")
     config = TrainConfig.from_mapping(
         {
-            "run": f"learning-{config_name}", "total_env_steps": steps, "seed": seed,
+            "run": f"learning-{config_name.replace('+', '-')}", "total_env_steps": steps, "seed": seed,
             "episode_length": EPISODE, "num_env_runners": workers, "envs_per_env_runner": envs,
             "export_every_episodes": 0, "checkpoint_every_iterations": 50,
             "store_url": f"{folder}/store", "run_dir": f"{folder}/runs",

@@ -174,6 +174,7 @@ SERVICES = {
     "env-sim": "env_sim.app:main_app",
     "trainer": "trainer.app:main_app",
     "planner": "planner.app:main_app",
+    "llm-local": "llm_local.app:main_app",
 }
 
 
@@ -184,7 +185,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     module = SERVICES[args.service].split(":")[0]
     if importlib.util.find_spec(module.split(".")[0]) is None:
-        extra = args.service
+        extra = {"llm-local": "local-llm"}.get(args.service, args.service)
         print(
             f"koholint serve: {args.service} is not installed; pip install 'koholint[{extra}]'",
             file=sys.stderr,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -108,6 +109,10 @@ class TrainConfig:
                 "raise BATCH_SIZE or lower MINIBATCH_SIZE"
             )
         checks = [
+            (
+                re.fullmatch(r"[A-Za-z0-9_.-]{0,128}", self.run) is not None,
+                f"run={self.run!r}: use up to 128 letters, digits, '.', '_' or '-'",
+            ),
             (self.total_env_steps >= 1, "total_env_steps must be >= 1"),
             (self.episode_length >= 1, "episode_length must be >= 1"),
             (1 <= self.frame_skip <= 60, "frame_skip must be 1..60"),

@@ -35,6 +35,7 @@ def test_environment_overrides():
         ({"reward_mode": "dense"}, {}, "reward_mode"),
         ({}, {"PLANNER": "gpt"}, "planner must be one of off, rules, local, llm-d, http"),
         ({"planner": "http"}, {}, "planner=http needs planner_url"),
+        ({"run": "a+b"}, {}, "run='a\\+b'"),
     ],
 )
 def test_impossible_values_are_refused(values, environ, message):

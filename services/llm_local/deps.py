@@ -1,0 +1,32 @@
+"""FastAPI dependencies of llm-local: the objects the lifespan made, as Annotated aliases."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from koholint.problems import UnavailableError
+from llm_local.config import Settings
+from llm_local.metrics import Metrics
+from llm_local.model import ChatModel
+
+
+async def get_settings(request: Request) -> Settings:
+    return request.app.state.settings  # type: ignore[no-any-return]
+
+
+async def get_metrics(request: Request) -> Metrics:
+    return request.app.state.metrics  # type: ignore[no-any-return]
+
+
+async def get_model(request: Request) -> ChatModel:
+    model = getattr(request.app.state, "model", None)
+    if model is None:
+        raise UnavailableError("the model is not loaded yet")
+    return model  # type: ignore[no-any-return]
+
+
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+ModelDep = Annotated[ChatModel, Depends(get_model)]

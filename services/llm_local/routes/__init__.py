@@ -1,0 +1,1 @@
+"""llm-local's HTTP routes: health, and the OpenAI-compatible API."""

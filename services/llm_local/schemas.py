@@ -1,0 +1,105 @@
+"""The OpenAI chat-completions request and response, as much of them as this server honours.
+
+Unknown request fields are ignored; known ones that cannot be honoured (an image, `n` > 1,
+streaming) are refused with 400 when the request is checked, never with a 500.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from koholint.problems import ProblemError
+
+
+class TextOnlyError(ProblemError):
+    title = "Unsupported content"
+
+
+class ContentPart(BaseModel):
+    """One part of a message's content; only `text` parts are understood."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    type: str
+    text: str | None = None
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    role: Literal["system", "user", "assistant"]
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str:
+        """The content as one string; a part that is not text is refused."""
+        if self.content is None or isinstance(self.content, str):
+            return self.content or ""
+        for part in self.content:
+            if part.type != "text":
+                raise TextOnlyError(
+                    f"this model is text-only; a {self.role} message has a {part.type!r} part"
+                )
+        return "".join(part.text or "" for part in self.content)
+
+
+class ChatCompletionRequest(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    model: str = Field("", description="any name; the answer reports the served model's")
+    messages: list[ChatMessage] = Field(min_length=1)
+    temperature: float = Field(1.0, ge=0.0, le=2.0)
+    top_p: float = Field(1.0, ge=0.0, le=1.0)
+    max_tokens: int | None = Field(None, ge=1, description="default and limit: max_tokens_limit")
+    max_completion_tokens: int | None = Field(None, ge=1, description="alias of max_tokens")
+    seed: int | None = Field(None, description="same seed and prompt, same answer")
+    stop: str | list[str] | None = Field(None, description="up to 4 stop strings")
+    response_format: dict[str, Any] | None = Field(
+        None, description="text | json_object | json_schema (grammar-constrained)"
+    )
+    presence_penalty: float = Field(0.0, ge=-2.0, le=2.0)
+    frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
+    n: int = Field(1, ge=1, description="only 1 is supported")
+    stream: bool = Field(False, description="not supported")
+
+    def stop_strings(self) -> list[str]:
+        return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+
+
+class Choice(BaseModel):
+    index: int = 0
+    message: AssistantMessage
+    finish_reason: str | None
+
+
+class Usage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatCompletion(BaseModel):
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: Usage
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "koholint"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
