@@ -26,7 +26,12 @@ from koholint.planning.llm import (
 )
 from koholint.planning.macros import AdvanceDialog, Choose, Direction, Macro, PushBlock
 from koholint.planning.memory import MemoryReport, SessionMemory
-from koholint.planning.puzzle import find_tiles, legal_pushes, push_problem, solve
+from koholint.planning.puzzle import (
+    find_tiles,
+    push_problem,
+    safe_pushes,
+    solve,
+)
 from koholint.planning.switch import Mode, classify
 from koholint.planning.view import Situation, is_dialog_state, is_puzzle_state
 from koholint.ram import InventoryItem
@@ -291,20 +296,22 @@ class LlmBackend:
         tiles, link = situation.tile_tuple(), link_cell(situation)
         blocks = find_tiles(tiles, Metatile.BLOCK)
         block = min(blocks, key=lambda c: abs(c[0] - link[0]) + abs(c[1] - link[1]))
-        legal = legal_pushes(tiles, link, block)
-        if not legal:
-            decision.reason = f"the block at {block} cannot be pushed in any direction"
+        safe = safe_pushes(tiles, link, block)
+        if not safe:
+            decision.reason = f"no push of the block at {block} can still solve the puzzle"
             return
         prompt = (
             "Push the block B onto the plate P to open the gate G. Room (# solid, . floor, "
             f"L Link):\n{room_picture(situation)}\nThe block is at x={block[0]}, y={block[1]}; "
-            f"y grows downward. Pushes possible now: {', '.join(legal)}.\n"
+            f"y grows downward. Pushes that keep the puzzle solvable: {', '.join(safe)}.\n"
             f"Recent:\n{memory.prompt_lines()}\nWhich direction do you push the block?"
         )
 
         def check(answer: PuzzleAnswer) -> str | None:
             problem = push_problem(tiles, link, block, answer.direction)
-            return f"{problem}; possible pushes: {', '.join(legal)}" if problem else None
+            if problem is None and answer.direction not in safe:
+                problem = f"pushing {answer.direction} leaves the block where it can never reach the plate"
+            return f"{problem}; choose one of: {', '.join(safe)}" if problem else None
 
         result = self.client.ask("puzzle", _messages(prompt), PuzzleAnswer, seed=seed, check=check)
         decision.macro = PushBlock(direction=result.value.direction)

@@ -94,3 +94,21 @@ def solve(tiles: Tiles, link: Cell) -> list[str] | None:
                     previous[following] = (state, direction)
                     queue.append(following)
     return None
+
+
+def after_push(tiles: Tiles, block: Cell, direction: str) -> tuple[Tiles, Cell]:
+    """The room after pushing `block` one tile, and where Link then stands (the block's cell)."""
+    dx, dy = STEPS[direction]
+    dest = (block[0] + dx, block[1] + dy)
+    moved = Metatile.BLOCK_ON_PLATE if tiles[dest[1]][dest[0]] == Metatile.PLATE else Metatile.BLOCK
+    return _with(tiles, {block: Metatile.FLOOR, dest: moved}), block
+
+
+def safe_pushes(tiles: Tiles, link: Cell, block: Cell) -> list[str]:
+    """Legal pushes after which the puzzle can still be solved (no dead ends)."""
+    safe = []
+    for direction in legal_pushes(tiles, link, block):
+        room, standing = after_push(tiles, block, direction)
+        if not find_tiles(room, Metatile.BLOCK) or solve(room, standing) is not None:
+            safe.append(direction)
+    return safe

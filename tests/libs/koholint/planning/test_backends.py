@@ -112,7 +112,7 @@ def test_llm_puzzle_illegal_push_never_executes(
     assert "rejected" in decision.reason
     assert decision.llm_calls[0].outcome == "rejected"
     prompt = scripted_llm.requests[0][1]["messages"][-1]["content"]
-    assert "Pushes possible now: right, left" in prompt
+    assert "Pushes that keep the puzzle solvable: right, left" in prompt
 
 
 def test_llm_autopilot_solves_the_puzzle_with_scripted_answers(
@@ -153,3 +153,17 @@ def test_memory_is_bounded() -> None:
     assert memory.report().recent[-1].text == "x" * 200
     with pytest.raises(ValueError, match="max_items"):
         SessionMemory(max_items=0)
+
+
+def test_llm_dead_end_push_is_repaired(gameboy: GameBoy, scripted_llm: ScriptedLlm) -> None:
+    from koholint.navigation import Metatile
+    from koholint.ram import RamAddress
+
+    gameboy.reset("before_puzzle")
+    gameboy.memory[RamAddress.ROOM_OBJECTS + 2 * 16 + 3] = Metatile.FLOOR
+    gameboy.memory[RamAddress.ROOM_OBJECTS + 2 * 16 + 7] = Metatile.BLOCK
+    situation = read_view(gameboy).situation()
+    scripted_llm.script(answer(direction="right"), answer(direction="left"))
+    decision = llm_backend(scripted_llm).decide(situation, SessionMemory())
+    assert decision.macro == PushBlock(direction="left")
+    assert "can never reach the plate" in decision.llm_calls[0].validation_errors[0]

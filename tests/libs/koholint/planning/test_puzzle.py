@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from koholint.planning.puzzle import legal_pushes, push_problem, solve
+from koholint.planning.puzzle import legal_pushes, push_problem, safe_pushes, solve
 
 from .test_switch import PUZZLE
 
@@ -33,3 +33,12 @@ def test_link_must_reach_the_pushing_side() -> None:
         walled[y][2] = 1  # a wall column cuts off the block's left side
     room = tuple(tuple(r) for r in walled)
     assert "cannot reach" in (push_problem(room, (6, 6), (3, 2), "right") or "")
+
+
+def test_safe_pushes_exclude_dead_ends() -> None:
+    edge = [list(row) for row in PUZZLE]
+    edge[2][3], edge[2][7] = 0, 5  # the block at (7, 2): one more push right pins it to the wall
+    room = tuple(tuple(r) for r in edge)
+    assert "right" in legal_pushes(room, (4, 7), (7, 2))
+    assert "right" not in safe_pushes(room, (4, 7), (7, 2))
+    assert "left" in safe_pushes(room, (4, 7), (7, 2))
