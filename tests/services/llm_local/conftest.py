@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
+from tests.conftest import ServedApp
 
 from llm_local.app import create_app
 from llm_local.config import Settings
@@ -28,40 +25,11 @@ TEST_SETTINGS = {
 }
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class LiveServer:
+class LiveServer(ServedApp):
     """uvicorn serving an llm-local app on a loopback port, in a thread."""
 
     def __init__(self, settings: Settings, model: ChatModel) -> None:
-        self.port = free_port()
-        config = uvicorn.Config(
-            create_app(settings, model=model), host="127.0.0.1", port=self.port,
-            log_level="warning",
-        )  # fmt: skip
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self.server.run, daemon=True)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def __enter__(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 30
-        while not self.server.started:
-            if time.monotonic() > deadline or not self.thread.is_alive():
-                raise RuntimeError("uvicorn did not start")
-            time.sleep(0.05)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=30)
+        super().__init__(create_app(settings, model=model))
 
 
 @pytest.fixture(scope="module")
