@@ -1,12 +1,13 @@
 """Benchmark the trainer's throughput against Stable-Baselines3 PPO and the bare env.
 
-    .venv/bin/python benchmarks/bench_trainer.py [--steps 8192]
+    .venv/bin/python benchmarks/bench_trainer.py [--steps 16384]
 
-In one run, all with 2 envs, rollouts of 512 steps per env, batches of 1,024, minibatches
-of 256, 4 epochs, torch on one thread: (1) one koholint/Zelda-v0 stepped with random
-actions (the env's ceiling here); (2) Stable-Baselines3 PPO (DummyVecEnv) on the same env;
-(3) the trainer (RLlib, 1 env runner) with all features (curiosity, Go-Explore, export);
-(4) the trainer without curiosity and export. Prints env steps/s and the ratio to SB3.
+In one run, batches of 1,024 env steps (2 envs x 512 or 8 envs x 128), minibatches of 256,
+4 epochs, torch on one thread: one koholint/Zelda-v0 stepped with random actions (the env's
+ceiling here); then for 2 and for 8 envs, Stable-Baselines3 PPO (DummyVecEnv) and the
+trainer (RLlib new API stack) with the same shapes — plain PPO (no curiosity, archive or
+export: what SB3 does), with 2 env runners of 4 envs, and with every feature. Prints env
+steps/s and the ratio to SB3 with the same number of envs.
 """
 
 from __future__ import annotations
@@ -33,19 +34,25 @@ def baseline(steps: int) -> float:
     return steps / (time.perf_counter() - started)
 
 
-SHAPE = {"envs_per_env_runner": 2, "rollout_fragment_length": 512, "train_batch_size": 1024,
-         "minibatch_size": 256, "num_epochs": 4, "num_env_runners": 1}  # fmt: skip
+BATCH = 1024
+SHAPE = {"train_batch_size": BATCH, "minibatch_size": 256, "num_epochs": 4}
+PLAIN = {"curiosity_weight": 0.0, "archive_restart_every": 0, "export_every_episodes": 0}
 ENV = {"max_episode_steps": 1024, "info_state": False, "sticky_action_probability": 0.25}
 
 
-def stable_baselines(steps: int) -> float:
+def shape(envs: int, runners: int = 1) -> dict[str, int]:
+    return {**SHAPE, "num_env_runners": runners, "envs_per_env_runner": envs // runners,
+            "rollout_fragment_length": BATCH // envs}  # fmt: skip
+
+
+def stable_baselines(steps: int, envs: int) -> float:
     import torch
     from stable_baselines3 import PPO
     from stable_baselines3.common.vec_env import DummyVecEnv
 
     torch.set_num_threads(1)
-    vec = DummyVecEnv([lambda: ZeldaEnv(ENV) for _ in range(SHAPE["envs_per_env_runner"])])
-    model = PPO("MlpPolicy", vec, n_steps=SHAPE["rollout_fragment_length"], batch_size=SHAPE["minibatch_size"],
+    vec = DummyVecEnv([lambda: ZeldaEnv(ENV) for _ in range(envs)])
+    model = PPO("MlpPolicy", vec, n_steps=BATCH // envs, batch_size=SHAPE["minibatch_size"],
                 n_epochs=SHAPE["num_epochs"], learning_rate=3e-4, device="cpu", seed=0, verbose=0)  # fmt: skip
     started = time.perf_counter()
     model.learn(total_timesteps=steps)
@@ -64,7 +71,6 @@ def training(steps: int, **overrides: object) -> float:
             "total_env_steps": steps,
             "store_url": f"{folder}/store",
             "run_dir": f"{folder}/runs",
-            **SHAPE,
             **overrides,
         },
         environ={},
@@ -76,21 +82,32 @@ def training(steps: int, **overrides: object) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=8192)
+    parser.add_argument("--steps", type=int, default=16384)
     args = parser.parse_args()
-    rows = [("one env, random actions (ceiling)", baseline(args.steps))]
-    rows.append(("Stable-Baselines3 PPO", stable_baselines(args.steps)))
-    rows.append(("trainer, all features", training(args.steps)))
-    rows.append(
-        (
-            "trainer, no curiosity, no export",
-            training(args.steps, curiosity_weight=0.0, export_every_episodes=0),
+    steps = args.steps
+    ceiling = baseline(steps)
+    rows: list[tuple[str, float, float]] = [("one env, random actions (ceiling)", ceiling, 0.0)]
+    for envs in (2, 8):
+        sb3 = stable_baselines(steps, envs)
+        rows.append((f"Stable-Baselines3 PPO, {envs} envs", sb3, sb3))
+        rows.append(
+            (f"trainer, plain PPO, {envs} envs", training(steps, **shape(envs), **PLAIN), sb3)
         )
-    )
-    print(f"{args.steps} env steps each")
-    print(f"{'run':<36}{'steps/s':>9}{'vs SB3':>8}")
-    for name, rate in rows:
-        print(f"{name:<36}{rate:>9.0f}{rate / rows[1][1]:>8.2f}")
+        if envs == 8:
+            rows.append(
+                (
+                    "trainer, plain PPO, 2 runners x 4 envs",
+                    training(steps, **shape(8, 2), **PLAIN),
+                    sb3,
+                )
+            )
+            rows.append(("trainer, all features, 8 envs", training(steps, **shape(8)), sb3))
+    print(f"{steps} env steps each")
+    print("| run | env steps/s | vs SB3 (same envs) | vs ceiling |")
+    print("| --- | ---: | ---: | ---: |")
+    for name, rate, sb3 in rows:
+        ratio = f"{rate / sb3:.2f}" if sb3 else ""
+        print(f"| {name} | {rate:,.0f} | {ratio} | {rate / ceiling:.2f} |")
 
 
 if __name__ == "__main__":
