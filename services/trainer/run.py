@@ -214,6 +214,7 @@ def _init_ray(config: TrainConfig, run_dir: Path) -> None:
 def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
     """PPO on the new API stack; CPU only: no GPU is requested anywhere."""
     from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
     from ray.tune.registry import register_env
 
     from trainer.callbacks import KoholintCallbacks
@@ -248,6 +249,12 @@ def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
             lr=config.learning_rate,
             gamma=config.gamma,
             entropy_coeff=config.entropy_coeff,
+        )  # fmt: skip
+        .rl_module(
+            model_config=DefaultModelConfig(
+                fcnet_hiddens=list(config.hidden_sizes), fcnet_activation="tanh",
+                vf_share_layers=False,
+            )
         )  # fmt: skip
         .callbacks(KoholintCallbacks)
         .debugging(seed=config.seed)
