@@ -39,15 +39,16 @@ class TrainConfig:
     """run name; empty picks one from the time"""
     total_env_steps: int = 20_000
     """stop after this many environment steps"""
-    num_env_runners: int = 1
-    """Ray env-runner processes sampling in parallel (0 = sample in the driver)"""
-    envs_per_env_runner: int = 8
-    """environments stepped by each runner (8 x 128-step fragments = one 1,024-step batch;
-    more envs per runner amortise RLlib's per-step overhead: 1.2x the rate of 2)"""
+    num_env_runners: int = 2
+    """Ray env-runner processes sampling in parallel (0 = sample in the driver); two on two
+    cores samples 1.5x faster than one (the driver learns while they wait)"""
+    envs_per_env_runner: int = 4
+    """environments stepped by each runner (several per runner share RLlib's per-step
+    overhead: 8 in one runner step 1.5x the rate of 2)"""
     episode_length: int = 1024
     """steps before an episode is truncated"""
-    rollout_fragment_length: int = 128
-    """steps each env contributes per sample"""
+    rollout_fragment_length: int = 0
+    """steps each env contributes per sample; 0 = the batch split evenly over all envs"""
     train_batch_size: int = 1024
     """steps per PPO update"""
     minibatch_size: int = 256
@@ -101,6 +102,13 @@ class TrainConfig:
     planner_url: str = ""
     """the planner service (planner=http) or the language-model base URL (local, llm-d)"""
 
+    def fragment_length(self) -> int:
+        """Steps per env per sample: the configured length, or the batch over all envs."""
+        if self.rollout_fragment_length:
+            return self.rollout_fragment_length
+        envs = max(self.num_env_runners, 1) * self.envs_per_env_runner
+        return max(1, -(-self.train_batch_size // envs))
+
     def validate(self) -> None:
         if self.num_env_runners < 0 or self.envs_per_env_runner < 1:
             raise TrainConfigError(
@@ -120,7 +128,7 @@ class TrainConfig:
             (self.total_env_steps >= 1, "total_env_steps must be >= 1"),
             (self.episode_length >= 1, "episode_length must be >= 1"),
             (1 <= self.frame_skip <= 60, "frame_skip must be 1..60"),
-            (self.rollout_fragment_length >= 1, "rollout_fragment_length must be >= 1"),
+            (self.rollout_fragment_length >= 0, "rollout_fragment_length must be >= 0 (0 = auto)"),
             (self.num_epochs >= 1, "num_epochs must be >= 1"),
             (
                 isinstance(self.hidden_sizes, list)

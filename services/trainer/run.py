@@ -237,7 +237,7 @@ def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
         .env_runners(
             num_env_runners=config.num_env_runners,
             num_envs_per_env_runner=config.envs_per_env_runner,
-            rollout_fragment_length=config.rollout_fragment_length,
+            rollout_fragment_length=config.fragment_length(),
             num_cpus_per_env_runner=1,
             num_gpus_per_env_runner=0,
         )  # fmt: skip
@@ -252,7 +252,8 @@ def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
         )  # fmt: skip
         .rl_module(
             model_config=DefaultModelConfig(
-                fcnet_hiddens=list(config.hidden_sizes), fcnet_activation="tanh",
+                fcnet_hiddens=list(config.hidden_sizes),
+                fcnet_activation="tanh",
                 vf_share_layers=False,
             )
         )  # fmt: skip
