@@ -22,6 +22,7 @@ from koholint.planning.backends import Backend, make_backend
 from koholint.planning.hybrid import PlannerControlWrapper
 from koholint.rnd import RndConfig
 from koholint.store import open_store
+from koholint.vector import EpisodeEndVectorEnv
 from koholint.wrappers import CuriosityWrapper, Frontier, GoExploreWrapper, LocalArchiveSource
 
 ENV_NAME = "koholint-train"
@@ -99,10 +100,24 @@ def planner_backend(kind: str, url: str) -> Backend:
     return make_backend(kind, base_url=url, models={r: r for r in ("dialog", "puzzle", "state")})
 
 
-def make_train_env(env_config: Any) -> gym.Env[np.ndarray, Any]:
+def make_train_env(env_config: Any) -> gym.Env[np.ndarray, Any] | EpisodeEndVectorEnv:
+    """One wrapped env; or, when RLlib asks for a vector (``num_envs`` in the config, with
+    ``gym_env_vectorize_mode="vector_entry_point"``), that many in an EpisodeEndVectorEnv."""
     settings = dict(env_config)
+    count = settings.pop("num_envs", None)
+    if count is None:
+        worker, slot = (
+            getattr(env_config, name, 0) or 0 for name in ("worker_index", "vector_index")
+        )
+        return _wrapped_env(settings, worker * 1000 + slot)
+    # RLlib passes a plain dict here (the worker index is lost): RND seeds by slot.
+    return EpisodeEndVectorEnv(
+        [lambda index=index: _wrapped_env(dict(settings), index) for index in range(count)]
+    )
+
+
+def _wrapped_env(settings: dict[str, Any], index: int) -> gym.Env[np.ndarray, Any]:
     trainer = {key: settings.pop(key) for key in TRAINER_KEYS}
-    index = getattr(env_config, "worker_index", 0) * 1000 + getattr(env_config, "vector_index", 0)
     env: gym.Env[np.ndarray, Any] = ZeldaEnv(settings)
     if trainer["planner"] != "off":
         env = PlannerControlWrapper(

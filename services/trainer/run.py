@@ -212,11 +212,17 @@ def _init_ray(config: TrainConfig, run_dir: Path) -> None:
 
 
 def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
+    return ppo_config(config, archive_actor).build_algo()
+
+
+def ppo_config(config: TrainConfig, archive_actor: str) -> Any:
     """PPO on the new API stack; CPU only: no GPU is requested anywhere."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
     from ray.tune.registry import register_env
 
+    from trainer import sampling
     from trainer.callbacks import KoholintCallbacks
     from trainer.envs import ENV_NAME, make_train_env
 
@@ -231,7 +237,7 @@ def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
         "export_every_episodes": config.export_every_episodes, "segment_steps": config.segment_steps,
         "planner": config.planner, "planner_url": config.planner_url,
     }  # fmt: skip
-    ppo = (
+    return (
         PPOConfig()
         .environment(ENV_NAME, env_config=env_config)
         .env_runners(
@@ -241,6 +247,7 @@ def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
             num_cpus_per_env_runner=1,
             num_gpus_per_env_runner=0,
         )  # fmt: skip
+        .env_runners(**_sampling_settings(config.lean_sampling))
         .learners(num_learners=0, num_gpus_per_learner=0)
         .training(
             train_batch_size_per_learner=config.train_batch_size,
@@ -251,16 +258,33 @@ def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
             entropy_coeff=config.entropy_coeff,
         )  # fmt: skip
         .rl_module(
-            model_config=DefaultModelConfig(
-                fcnet_hiddens=list(config.hidden_sizes),
-                fcnet_activation="tanh",
-                vf_share_layers=False,
+            rl_module_spec=RLModuleSpec(
+                module_class=sampling.LeanPPOModule if config.lean_sampling else None,
+                model_config=DefaultModelConfig(
+                    fcnet_hiddens=list(config.hidden_sizes),
+                    fcnet_activation="tanh",
+                    vf_share_layers=False,
+                ),
             )
         )  # fmt: skip
         .callbacks(KoholintCallbacks)
         .debugging(seed=config.seed)
     )
-    return ppo.build_algo()
+
+
+def _sampling_settings(lean: bool) -> dict[str, Any]:
+    """Env-runner settings of the lean sampling path (see trainer/sampling.py), or none."""
+    from trainer import sampling
+
+    if not lean:
+        return {}
+    return {
+        "gym_env_vectorize_mode": "vector_entry_point",
+        "add_default_connectors_to_env_to_module_pipeline": False,
+        "add_default_connectors_to_module_to_env_pipeline": False,
+        "env_to_module_connector": sampling.env_to_module,
+        "module_to_env_connector": sampling.module_to_env,
+    }
 
 
 def write_learning_curve(curve: list[dict[str, float]], path: Path) -> None:
