@@ -90,6 +90,10 @@ class Archive:
         self._dirty.add(record.state_id)
         return True
 
+    def best_steps(self) -> dict[Cell, int]:
+        """The fewest steps known to reach each cell."""
+        return {cell: record.steps for cell, record in self.cells.items()}
+
     def select(self, rng: np.random.Generator) -> CellRecord:
         """Draw a cell to restart from, by weight, and count the choice."""
         if not self.cells:

@@ -70,9 +70,38 @@ class RunningMeanStd:
         self.var = m2 / total
         self.count = total
 
+    def update_one(self, value: float) -> None:
+        """``update`` for a single scalar, without array overhead (called every env step)."""
+        total = self.count + 1.0
+        delta = value - float(self.mean)
+        self.mean = self.mean + delta / total
+        self.var = (self.var * self.count + delta * delta * self.count / total) / total
+        self.count = total
+
     @property
     def std(self) -> np.ndarray:
         return np.sqrt(self.var) + 1e-8
+
+
+def _numpy_layers(network: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(weight^T, bias) of each linear layer as numpy views of the torch parameters: they
+    follow the optimizer's in-place updates without copying."""
+    return [
+        (layer.weight.detach().numpy().T, layer.bias.detach().numpy())
+        for layer in network
+        if isinstance(layer, nn.Linear)
+    ]
+
+
+def _numpy_forward(layers: list[tuple[np.ndarray, np.ndarray]], inputs: np.ndarray) -> np.ndarray:
+    """The ReLU MLP of ``_mlp`` in numpy: for one observation a step, torch's per-call
+    overhead costs ~10x the arithmetic."""
+    hidden = inputs
+    for index, (weight, bias) in enumerate(layers):
+        hidden = hidden @ weight + bias
+        if index < len(layers) - 1:
+            np.maximum(hidden, 0.0, out=hidden)
+    return hidden
 
 
 def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
@@ -112,37 +141,39 @@ class Rnd:
             torch.manual_seed(config.seed + 1)
             self.predictor = _mlp(config.observation_size, config.hidden, config.embedding)
         self.target.requires_grad_(False)
+        self._target_layers = _numpy_layers(self.target)
+        self._predictor_layers = _numpy_layers(self.predictor)
         self.optimizer = torch.optim.Adam(self.predictor.parameters(), lr=config.learning_rate)
         self.observation_stats = RunningMeanStd((config.observation_size,))
         self.return_stats = RunningMeanStd()
         self._running_return = 0.0
 
-    def _normalise(self, observations: np.ndarray) -> torch.Tensor:
+    def _normalise(self, observations: np.ndarray) -> np.ndarray:
         scaled = (observations - self.observation_stats.mean) / self.observation_stats.std
-        return torch.as_tensor(np.clip(scaled, -5.0, 5.0), dtype=torch.float32)
+        clipped: np.ndarray = np.clip(scaled, -5.0, 5.0).astype(np.float32)
+        return clipped
 
     def errors(self, observations: np.ndarray) -> np.ndarray:
         """Raw prediction errors (mean squared, per observation)."""
         inputs = self._normalise(observations)
-        with torch.no_grad():
-            difference = self.predictor(inputs) - self.target(inputs)
-        errors: np.ndarray = difference.pow(2).mean(dim=1).numpy()
+        difference = _numpy_forward(self._predictor_layers, inputs) - _numpy_forward(
+            self._target_layers, inputs
+        )
+        errors: np.ndarray = np.square(difference).mean(axis=1)
         return errors
 
     def intrinsic_rewards(self, observations: np.ndarray) -> np.ndarray:
         """Errors divided by the running std of the discounted intrinsic return."""
         errors = self.errors(observations)
-        returns = []
         for error in errors:
             self._running_return = self._running_return * self.config.gamma + float(error)
-            returns.append(self._running_return)
-        self.return_stats.update(np.asarray(returns))
+            self.return_stats.update_one(self._running_return)
         return (errors / float(self.return_stats.std)).astype(np.float32)
 
     def train(self, observations: np.ndarray) -> float:
         """Update the observation statistics and take one predictor step; returns the loss."""
         self.observation_stats.update(observations)
-        inputs = self._normalise(observations)
+        inputs = torch.from_numpy(self._normalise(observations))
         loss = (self.predictor(inputs) - self.target(inputs)).pow(2).mean()
         self.optimizer.zero_grad()
         loss.backward()

@@ -61,6 +61,10 @@ class ArchiveSource(Protocol):
         """A cell to restart from: its state, and the steps and return that reached it."""
         ...
 
+    def known(self) -> dict[Cell, int]:
+        """The fewest steps known to reach each cell (what a new state must beat)."""
+        ...
+
 
 def _constant(state: bytes) -> Callable[[], bytes]:
     return lambda: state
@@ -82,6 +86,9 @@ class LocalArchiveSource:
         record = self.archive.select(np.random.default_rng(seed))
         return self.archive.state(record), record.steps, record.episode_return
 
+    def known(self) -> dict[Cell, int]:
+        return self.archive.best_steps()
+
 
 class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     """Records the best state per (room, tile bin) cell and, every `restart_every` episodes,
@@ -89,10 +96,11 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
 
     A restarted episode counts its steps and return from the frontier cell's, so a cell is
     never credited as reached faster than it really was. Saving a state is slow (PyBoy,
-    ~16 ms), so a state is saved only for a cell this env has not seen or reaches at least
-    `improve_by` steps sooner than it knows of (small shortcuts are not worth 16 ms, and
-    early in training they come every few steps); improvements go to the source at the end
-    of each episode."""
+    ~16 ms), so a state is saved only for a cell that neither this env nor the shared
+    archive knows, or that this step reaches at least `improve_by` steps sooner than known
+    (small shortcuts are not worth 16 ms, and early in training they come every few steps).
+    Every `sync_every` steps and at episode ends the env sends its improvements to the
+    source and learns what the other envs found, so envs do not each save the same cells."""
 
     def __init__(
         self,
@@ -101,24 +109,26 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         *,
         restart_every: int = 4,
         improve_by: int = 8,
+        sync_every: int = 128,
     ) -> None:
         super().__init__(env)
         if restart_every < 1:
             raise ValueError(f"restart_every {restart_every} must be >= 1 (1 = every episode)")
-        if improve_by < 1:
-            raise ValueError(f"improve_by {improve_by} must be >= 1")
+        if improve_by < 1 or sync_every < 1:
+            raise ValueError(f"improve_by {improve_by} and sync_every {sync_every} must be >= 1")
         self.improve_by = improve_by
+        self.sync_every = sync_every
         self.source = source
         self.restart_every = restart_every
         self._episodes = 0
-        self._known: dict[Cell, tuple[int, float]] = {}
+        self._known: dict[Cell, int] = {}
         self._improved = Archive()
         self._steps = 0
         self._return = 0.0
         self.restarted = False
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
-        self._flush()
+        self._sync()
         self._episodes += 1
         self.restarted = False
         options = dict(kwargs.pop("options", None) or {})
@@ -140,14 +150,23 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         game = self.env.unwrapped
         cell = info["cell"]
         known = self._known.get(cell)
-        better = known is None or self._steps <= known[0] - self.improve_by
+        better = known is None or self._steps <= known - self.improve_by
         # A state saved mid-transition would restart in the next room, not this cell.
         if better and not game.raw_state.transition:  # type: ignore[attr-defined]
-            self._known[cell] = (self._steps, self._return)
+            self._known[cell] = self._steps
             self._improved.observe(cell, self._steps, self._return, game.gameboy.save_state)  # type: ignore[attr-defined]
         if terminated or truncated:
             self._flush()
+        elif self._steps % self.sync_every == 0:
+            self._sync()
         return observation, reward, terminated, truncated, info
+
+    def _sync(self) -> None:
+        """Flush, then learn the fewest steps the source knows for each cell."""
+        self._flush()
+        for cell, steps in self.source.known().items():
+            if steps < self._known.get(cell, steps + 1):
+                self._known[cell] = steps
 
     def _flush(self) -> None:
         """Send the cells this env improved since the last flush (with their states) to the source."""

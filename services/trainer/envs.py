@@ -13,7 +13,7 @@ import gymnasium as gym
 import numpy as np
 import ray
 
-from koholint.archive import Archive, CellRecord
+from koholint.archive import Archive, Cell, CellRecord
 from koholint.bus import RedisBus
 from koholint.clients.planner import PlannerClient
 from koholint.env import ZeldaEnv
@@ -54,6 +54,9 @@ class ArchiveActor:
     def frontier(self, seed: int) -> Frontier | None:
         return self._source.frontier(seed)
 
+    def known(self) -> dict[Cell, int]:
+        return self._source.known()
+
     def size(self) -> int:
         return len(self.archive)
 
@@ -73,6 +76,9 @@ class RayArchiveSource:
 
     def frontier(self, seed: int) -> Frontier | None:
         return ray.get(self.actor.frontier.remote(seed))  # type: ignore[no-any-return]
+
+    def known(self) -> dict[Cell, int]:
+        return ray.get(self.actor.known.remote())  # type: ignore[no-any-return]
 
 
 _exporters: dict[tuple[str, str], ExportQueue] = {}

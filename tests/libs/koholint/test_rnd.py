@@ -60,3 +60,28 @@ def test_same_seed_same_target():
     assert np.allclose(
         Rnd(RndConfig(seed=5)).errors(observations), Rnd(RndConfig(seed=5)).errors(observations)
     )
+
+
+def test_numpy_errors_equal_the_torch_networks_after_training():
+    import torch
+
+    rng = np.random.default_rng(1)
+    observations = rng.uniform(-1, 1, size=(32, 128)).astype(np.float32)
+    rnd = Rnd(RndConfig(seed=2))
+    for _ in range(5):  # the optimizer updates the predictor in place
+        rnd.train(observations)
+    inputs = torch.from_numpy(rnd._normalise(observations))
+    with torch.no_grad():
+        expected = (rnd.predictor(inputs) - rnd.target(inputs)).pow(2).mean(dim=1).numpy()
+    np.testing.assert_allclose(rnd.errors(observations), expected, rtol=1e-4, atol=1e-7)
+
+
+def test_running_std_of_single_values_matches_batch_updates():
+    values = np.random.default_rng(3).normal(2.0, 3.0, size=500)
+    one_by_one, batched = Rnd().return_stats, Rnd().return_stats
+    for value in values:
+        one_by_one.update_one(float(value))
+    batched.update(values)
+    assert one_by_one.count == pytest.approx(batched.count)
+    assert float(one_by_one.mean) == pytest.approx(float(batched.mean))
+    assert float(one_by_one.std) == pytest.approx(float(batched.std))

@@ -88,11 +88,36 @@ def test_a_cell_is_resaved_only_for_a_real_shortcut():
     for _ in range(6):  # steps 1..6 again: no shortcut of 8 steps
         env.step(Action.NOOP)
     assert len(saves) == 1
-    env._known = {cell: (14, ret) for cell, (_, ret) in env._known.items()}
+    env._known = dict.fromkeys(env._known, 14)
     env.step(Action.NOOP)  # step 7 is not 8 sooner than 14
     assert len(saves) == 1
-    env._known = {cell: (16, ret) for cell, (_, ret) in env._known.items()}
+    env._known = dict.fromkeys(env._known, 16)
     env.step(Action.NOOP)  # step 8 is 8 sooner than 16 -> saved
     assert len(saves) == 2
     with pytest.raises(ValueError, match="improve_by"):
         GoExploreWrapper(ZeldaEnv(), LocalArchiveSource(archive), improve_by=0)
+
+
+def test_cells_the_shared_archive_knows_are_not_saved_again():
+    archive = Archive()
+    first = GoExploreWrapper(ZeldaEnv(max_episode_steps=20), LocalArchiveSource(archive))
+    first.reset(seed=0)
+    for _ in range(20):
+        first.step(Action.UP)
+    first.reset(seed=0)  # flushes its cells into the archive
+    assert len(archive) > 3
+    second = GoExploreWrapper(
+        ZeldaEnv(max_episode_steps=20, sticky_action_probability=0.0),
+        LocalArchiveSource(archive),
+        restart_every=100,
+    )
+    saves = []
+    gameboy = second.unwrapped.gameboy
+    original = gameboy.save_state
+    gameboy.save_state = lambda: saves.append(1) or original()
+    second.reset(seed=0)  # learns what the archive knows
+    for _ in range(3):  # the same first cells, no sooner: nothing to save
+        second.step(Action.NOOP)
+    assert saves == []
+    first.close()
+    second.close()
