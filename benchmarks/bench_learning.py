@@ -29,6 +29,8 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
     "ppo+coverage": {"curiosity_weight": 0.0, "archive_restart_every": 0},
     "ppo+coverage+rnd": {"curiosity_weight": 1.0, "archive_restart_every": 0},
     "full": {"curiosity_weight": 1.0, "archive_restart_every": 4},  # + the archive
+    # + hybrid control: the rules planner takes dialogs and the block puzzle
+    "full+planner": {"curiosity_weight": 1.0, "archive_restart_every": 4, "planner": "rules"},
 }
 WINDOW = 100
 
@@ -119,8 +121,8 @@ def main() -> None:
     parser.add_argument("--config", choices=["random", *PPO_CONFIGS])
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--envs", type=int, default=8)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--envs", type=int, default=4)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning"))
     parser.add_argument("--plot", action="store_true")
     args = parser.parse_args()

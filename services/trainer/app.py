@@ -15,6 +15,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from koholint.problems import UnavailableError, add_exception_handlers
 from koholint.store import StoreError, open_store
 from koholint.telemetry import configure_logging, setup_tracing
+from trainer.metrics import RunCollector
 from trainer.service import Trainer
 
 
@@ -47,10 +48,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         defaults = {"store_url": settings.store_url, "run_dir": settings.run_dir,
                     "redis_url": settings.redis_url, "ray_address": settings.ray_address}  # fmt: skip
         app.state.trainer = Trainer(open_store(settings.store_url), defaults)
+        collector = RunCollector(app.state.trainer)
+        registry.register(collector)
         try:
             yield
         finally:
             app.state.trainer.shutdown()
+            registry.unregister(collector)
 
     app = FastAPI(title="koholint trainer", version="1.0.0", lifespan=lifespan)
     add_exception_handlers(app)

@@ -1,4 +1,5 @@
-"""Per-episode metrics for RLlib: rooms, cells and wins, averaged by the metrics logger."""
+"""Metrics for RLlib: rooms, cells, wins and milestones per episode (averaged by the metrics
+logger), and the segments each env runner's export queue wrote, dropped and failed."""
 
 from __future__ import annotations
 
@@ -19,3 +20,11 @@ class KoholintCallbacks(RLlibCallback):
         )
         for name, reached in (info.get("milestones") or {}).items():
             metrics_logger.log_value(f"reached_{name}", float(reached), reduce="mean", window=100)
+
+    def on_sample_end(self, *, metrics_logger: Any = None, **kwargs: Any) -> None:
+        from trainer.envs import export_counts_since_last_call
+
+        if metrics_logger is None:
+            return
+        for name, count in export_counts_since_last_call().items():
+            metrics_logger.log_value(f"export_segments_{name}", count, reduce="lifetime_sum")

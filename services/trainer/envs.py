@@ -99,6 +99,20 @@ def process_exporter(store_url: str, redis_url: str) -> ExportQueue:
         return _exporters[key]
 
 
+_reported: dict[str, int] = {"written": 0, "dropped": 0, "failed": 0}
+
+
+def export_counts_since_last_call() -> dict[str, int]:
+    """Segments written, dropped and failed by this process's export queues since the last call."""
+    with _exporters_lock:
+        totals = {
+            name: sum(getattr(queue, name) for queue in _exporters.values()) for name in _reported
+        }
+    deltas = {name: totals[name] - _reported[name] for name in _reported}
+    _reported.update(totals)
+    return deltas
+
+
 def planner_backend(kind: str, url: str) -> Backend:
     """The hybrid wrapper's decider: in-process, or the planner service over HTTP."""
     if kind == "http":

@@ -23,6 +23,7 @@ from trainer.config import TrainConfig, TrainConfigError
 from trainer.ledger import CheckpointLedger
 
 logger = logging.getLogger("trainer.run")
+EXPORT_COUNTS = ("written", "dropped", "failed")
 
 
 @dataclass
@@ -39,6 +40,8 @@ class RunStatus:
     archive_cells: int = 0
     checkpoints: int = 0
     error: str | None = None
+    export: dict[str, int] = field(default_factory=lambda: dict.fromkeys(EXPORT_COUNTS, 0))
+    """episode segments the export queues wrote, dropped (queue full) and failed to write"""
     reached: dict[str, float] = field(default_factory=dict)
     """per milestone (sword, puzzle, dungeon, key, instrument): the highest share of
     episodes (100-episode window) that had reached it"""
@@ -169,6 +172,10 @@ class TrainingRun:
             value = _number(runners.get(f"reached_{milestone}"))
             if value is not None:
                 self.status.reached[milestone] = max(self.status.reached.get(milestone, 0.0), value)
+        for name in EXPORT_COUNTS:
+            value = _number(runners.get(f"export_segments_{name}"))
+            if value is not None:
+                self.status.export[name] = int(value)
         self.status.archive_cells = int(ray.get(archive.size.remote()))
         self.status.curve.append({
             "env_steps": self.status.env_steps, "rooms": self.status.rooms_mean or 0.0,

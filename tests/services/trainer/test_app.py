@@ -44,6 +44,12 @@ async def test_run_lifecycle_over_http(tmp_path: Path):
         assert status["state"] == "finished", status
         assert status["env_steps"] >= 768
         assert status["steps_per_second"] > 0
+        assert status["export"]["written"] > 0
+        assert status["export"]["dropped"] == status["export"]["failed"] == 0
+        metrics = (await client.get("/metrics")).text
+        assert f'trainer_env_steps_total{{run="api"}} {float(status["env_steps"])}' in metrics
+        assert 'trainer_export_segments_total{outcome="dropped",run="api"} 0.0' in metrics
+        assert 'trainer_archive_cells{run="api"}' in metrics
         checkpoints = (await client.get("/v1/checkpoints", params={"run": "api"})).json()[
             "checkpoints"
         ]

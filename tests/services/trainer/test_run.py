@@ -50,3 +50,14 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path):
     again = TrainingRun(resumed).run(on_iteration=lambda s: first_seen.append(s.env_steps))
     assert first_seen[0] > last.step  # counting continues from the checkpoint, not from zero
     assert again.state == "finished"
+
+
+def test_export_counts_are_reported_as_deltas(tmp_path: Path):
+    from trainer.envs import export_counts_since_last_call, process_exporter
+
+    export_counts_since_last_call()  # start from what earlier tests in this process left
+    exporter = process_exporter(str(tmp_path / "store"), "")
+    exporter.dropped += 2  # as if the queue had been full twice
+    assert export_counts_since_last_call() == {"written": 0, "dropped": 2, "failed": 0}
+    assert export_counts_since_last_call() == {"written": 0, "dropped": 0, "failed": 0}
+    exporter.close()

@@ -1,0 +1,52 @@
+"""trainer's Prometheus metrics: each run's live status, read at scrape time."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from trainer.run import EXPORT_COUNTS
+from trainer.service import Trainer
+
+GAUGES = {
+    "steps_per_second": "env steps per second since the run started",
+    "episode_return_mean": "mean episode return (window of 100 episodes)",
+    "rooms_mean": "rooms visited per episode (window of 100 episodes)",
+    "cells_mean": "cells visited per episode (window of 100 episodes)",
+    "win_rate": "share of episodes won (window of 100 episodes)",
+    "archive_cells": "cells in the Go-Explore archive",
+}
+
+
+class RunCollector(Collector):
+    """Reads every run's status when scraped, so nothing has to push updates."""
+
+    def __init__(self, trainer: Trainer) -> None:
+        self.trainer = trainer
+
+    def collect(self) -> Iterator[Metric]:
+        runs = list(self.trainer.runs.values())
+        steps = CounterMetricFamily("trainer_env_steps", "env steps sampled", labels=["run"])
+        exported = CounterMetricFamily(
+            "trainer_export_segments",
+            "episode segments by outcome: written, dropped (export queue full), failed",
+            labels=["run", "outcome"],
+        )
+        gauges = {
+            name: GaugeMetricFamily(f"trainer_{name}", text, labels=["run"])
+            for name, text in GAUGES.items()
+        }
+        for run in runs:
+            status = run.status
+            steps.add_metric([status.run], status.env_steps)
+            for outcome in EXPORT_COUNTS:
+                exported.add_metric([status.run, outcome], status.export[outcome])
+            for name, family in gauges.items():
+                value = getattr(status, name)
+                if value is not None:
+                    family.add_metric([status.run], float(value))
+        yield steps
+        yield exported
+        yield from gauges.values()
