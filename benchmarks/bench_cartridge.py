@@ -107,7 +107,7 @@ def main() -> None:
         print(f"{name:<32}{fps:>10.0f}{fps / trivial:>12.2f}")
 
     print(
-        f"\nrandom policy in koholint/Zelda-v0 from start_of_play, {args.random_steps} steps "
+        f"\nrandom policy in koholint/Zelda-v1 from start_of_play, {args.random_steps} steps "
         f"x 4 frames per seed"
     )
     print(f"{'seed':>4}{'rooms':>7}{'cells':>7}{'kills':>7}{'deaths':>8}{'won':>5}{'steps/s':>9}")

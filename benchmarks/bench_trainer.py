@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_trainer.py [--steps 16384]
 
 In one run, batches of 1,024 env steps (2 envs x 512 or 8 envs x 128), minibatches of 256,
-4 epochs, torch on one thread: one koholint/Zelda-v0 stepped with random actions (the env's
+4 epochs, torch on one thread: one koholint/Zelda-v1 stepped with random actions (the env's
 ceiling here); then for 2 and for 8 envs, Stable-Baselines3 PPO (DummyVecEnv) and the
 trainer (RLlib new API stack) with the same shapes — plain PPO (no curiosity, archive or
 export: what SB3 does) through RLlib's default connectors and through the trainer's lean

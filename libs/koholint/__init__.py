@@ -4,7 +4,7 @@ import gymnasium as _gymnasium
 
 __version__ = "0.1.0"
 
-ENV_ID = "koholint/Zelda-v0"
+ENV_ID = "koholint/Zelda-v1"
 
 if ENV_ID not in _gymnasium.registry:
     # The entry point is a string: the environment module loads only when an env is made.

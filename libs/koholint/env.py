@@ -1,11 +1,11 @@
-"""The Gymnasium environment ``koholint/Zelda-v0``: Link's Awakening (or the cartridge) in PyBoy.
+"""The Gymnasium environment ``koholint/Zelda-v1``: Link's Awakening (or the cartridge) in PyBoy.
 
 Usage::
 
     import gymnasium as gym
     import koholint  # registers the environment
 
-    env = gym.make("koholint/Zelda-v0", frame_skip=4, reward_mode="progress+coverage")
+    env = gym.make("koholint/Zelda-v1", frame_skip=4, reward_mode="progress+coverage")
 """
 
 from __future__ import annotations
@@ -53,8 +53,18 @@ ACTION_BUTTONS = (
     Button.A, Button.B, Button.START, Button.SELECT,
 )  # fmt: skip
 DIRECTION_ACTIONS = frozenset({Action.UP, Action.DOWN, Action.LEFT, Action.RIGHT})
-REWARD_COMPONENTS = ("new_room", "item", "key", "win", "rupee", "damage", "death", "coverage")
-EXTRINSIC_COMPONENTS = ("new_room", "item", "key", "win", "rupee", "damage", "death")
+REWARD_COMPONENTS = (
+    "new_room",
+    "item",
+    "key",
+    "kill",
+    "win",
+    "rupee",
+    "damage",
+    "death",
+    "coverage",
+)
+EXTRINSIC_COMPONENTS = ("new_room", "item", "key", "kill", "win", "rupee", "damage", "death")
 REWARD_MODES: dict[str, frozenset[str]] = {
     "sparse": frozenset({"win"}),
     "progress": frozenset(EXTRINSIC_COMPONENTS),
@@ -78,6 +88,8 @@ class RewardWeights:
     """per item gained (a new inventory item, a heart container)"""
     key: float = 0.5
     """per small key gained"""
+    kill: float = 0.25
+    """per enemy defeated (wKillCount); bounded, as beaten rooms stay beaten"""
     win: float = 10.0
     """once, when the instrument is taken (the credits start)"""
     rupee: float = 0.02
@@ -92,7 +104,7 @@ class RewardWeights:
 
 @dataclass
 class EnvConfig:
-    """Settings of ``koholint/Zelda-v0``; every field can be passed to ``gym.make``."""
+    """Settings of ``koholint/Zelda-v1``; every field can be passed to ``gym.make``."""
 
     rom: str | None = None
     """a Game Boy ROM path; None plays the bundled open test cartridge"""
@@ -175,8 +187,8 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
     ## Rewards
     Components, reported separately in ``info['reward_components']`` and combined with
-    :class:`RewardWeights`: ``new_room``, ``item``, ``key``, ``win``, ``rupee``, ``damage``,
-    ``death`` (extrinsic progress) and ``coverage`` (first visit in the episode of a
+    :class:`RewardWeights`: ``new_room``, ``item``, ``key``, ``kill``, ``win``, ``rupee``,
+    ``damage``, ``death`` (extrinsic progress) and ``coverage`` (first visit in the episode of a
     (room key, tile bin) cell). The reward mode picks which components count.
 
     ## Episode End
@@ -189,6 +201,9 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
     reset), ``rooms`` and ``cells`` (distinct rooms and coverage cells this episode).
 
     ## Version History
+    * v1: the ``kill`` component (per enemy defeated) in the progress reward modes: the
+      dungeon's key appears only when the key hall's enemies are beaten, and without a
+      reward for that no PPO variant got past it in 1M steps.
     * v0: initial version.
     """
 
@@ -390,6 +405,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             "new_room": new_room,
             "item": float(max(items, 0) + max(after.max_hearts - before.max_hearts, 0)),
             "key": float(max(after.keys - before.keys, 0)),
+            "kill": float(max(after.kills - before.kills, 0)),
             "win": float(after.gameplay_type == GameplayType.CREDITS != before.gameplay_type),
             "rupee": float(max(after.rupees - before.rupees, 0)),
             "damage": float(max(before.health - after.health, 0)),

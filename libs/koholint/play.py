@@ -1,4 +1,4 @@
-"""Run named policies in ``koholint/Zelda-v0`` and report what each episode reached."""
+"""Run named policies in ``koholint/Zelda-v1`` and report what each episode reached."""
 
 from __future__ import annotations
 

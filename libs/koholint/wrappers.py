@@ -1,4 +1,4 @@
-"""Wrappers of ``koholint/Zelda-v0``, one concern each: curiosity (RND) and Go-Explore restarts."""
+"""Wrappers of ``koholint/Zelda-v1``, one concern each: curiosity (RND) and Go-Explore restarts."""
 
 from __future__ import annotations
 

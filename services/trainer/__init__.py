@@ -1,1 +1,1 @@
-"""trainer: RLlib PPO on koholint/Zelda-v0 with curiosity, a Go-Explore archive and episode export."""
+"""trainer: RLlib PPO on koholint/Zelda-v1 with curiosity, a Go-Explore archive and episode export."""

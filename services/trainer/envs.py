@@ -1,4 +1,4 @@
-"""The training environment: koholint/Zelda-v0 inside planner, curiosity, Go-Explore and export wrappers.
+"""The training environment: koholint/Zelda-v1 inside planner, curiosity, Go-Explore and export wrappers.
 
 Built inside each Ray env runner from a plain dict (RLlib's env_config). The Go-Explore
 archive is shared through a named Ray actor; segments are exported by one queue per process.

@@ -1,6 +1,6 @@
 """Clients of env-sim: the HTTP API (sync and async), and a remote session that drives like a
 local one — ``RemoteEmulator`` implements the ``Emulator`` protocol, ``RemoteEnv`` the
-reset/step of ``koholint/Zelda-v0`` — so the same code runs a local emulator or a session.
+reset/step of ``koholint/Zelda-v1`` — so the same code runs a local emulator or a session.
 """
 
 from __future__ import annotations
@@ -230,7 +230,7 @@ class RemoteEmulator:
 
 
 class RemoteEnv:
-    """reset/step of koholint/Zelda-v0 on an env-sim session: numpy observations, GameState in info."""
+    """reset/step of koholint/Zelda-v1 on an env-sim session: numpy observations, GameState in info."""
 
     def __init__(self, client: EnvSimClient, session_id: str) -> None:
         self.client = client

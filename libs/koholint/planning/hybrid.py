@@ -34,7 +34,7 @@ class PlannerControlWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     ) -> None:
         super().__init__(env)
         if not isinstance(env.unwrapped, ZeldaEnv):
-            raise TypeError("PlannerControlWrapper wraps koholint/Zelda-v0 (ZeldaEnv)")
+            raise TypeError("PlannerControlWrapper wraps koholint/Zelda-v1 (ZeldaEnv)")
         self.backend = backend
         self.switch = PolicySwitch(enter_after, leave_after)
         self.leave_after = leave_after

@@ -1,4 +1,4 @@
-"""koholint/Zelda-v0: Gymnasium conformance, determinism, rewards, sticky actions, latches, bad input."""
+"""koholint/Zelda-v1: Gymnasium conformance, determinism, rewards, sticky actions, latches, bad input."""
 
 from __future__ import annotations
 
@@ -159,6 +159,7 @@ def test_walkthrough_through_the_env_wins(walkthrough_episode):
     [
         ("item", lambda b, a: len({a["inventory"]["b_slot"], a["inventory"]["a_slot"]} - {0}) > len({b["inventory"]["b_slot"], b["inventory"]["a_slot"]} - {0}) or a["max_hearts"] > b["max_hearts"]),
         ("key", lambda b, a: a["keys"] > b["keys"]),
+        ("kill", lambda b, a: a["kills"] > b["kills"]),
         ("rupee", lambda b, a: a["rupees"] > b["rupees"]),
         ("damage", lambda b, a: a["health"] < b["health"]),
         ("win", lambda b, a: a["mode"] == "credits" and b["mode"] != "credits"),
