@@ -26,6 +26,7 @@ from koholint.store import ObjectStore, put_json
 
 ARCHIVE_SCHEMA_VERSION = 1
 Cell = tuple[tuple[int, int, int], int, int]
+RECENCY = 2.0
 
 
 @dataclass
@@ -38,9 +39,11 @@ class CellRecord:
     chosen: int = 0
     found_order: int = 0
 
-    @property
-    def weight(self) -> float:
-        return 1.0 / math.sqrt(1 + self.chosen) + 0.5 / math.sqrt(1 + self.visits)
+    def weight(self, archive_size: int) -> float:
+        """Rarely chosen and rarely visited cells weigh more (Go-Explore's count terms), and
+        so do recently found ones: the newest cells are the frontier (up to +RECENCY)."""
+        recency = RECENCY * (self.found_order + 1) / max(archive_size, self.found_order + 1)
+        return 1.0 / math.sqrt(1 + self.chosen) + 0.5 / math.sqrt(1 + self.visits) + recency
 
 
 def cell_id(cell: Cell) -> str:
@@ -99,7 +102,7 @@ class Archive:
         if not self.cells:
             raise LookupError("the archive is empty: observe some cells before selecting")
         records = list(self.cells.values())
-        weights = np.array([record.weight for record in records])
+        weights = np.array([record.weight(len(records)) for record in records])
         record = records[int(rng.choice(len(records), p=weights / weights.sum()))]
         record.chosen += 1
         return record

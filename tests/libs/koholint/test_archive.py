@@ -31,14 +31,16 @@ def test_the_state_is_taken_only_when_kept():
 
 def test_selection_favours_rarely_chosen_and_new_cells():
     archive = Archive()
-    archive.observe((VILLAGE, 0, 0), 1, 0.0, lambda: b"old")
-    for _ in range(200):
-        archive.observe((VILLAGE, 0, 0), 1, 0.0, lambda: b"old")
-    archive.cells[(VILLAGE, 0, 0)].chosen = 100
-    archive.observe((VILLAGE, 5, 5), 30, 0.0, lambda: b"new")
-    rng = np.random.default_rng(0)
-    picks = [archive.select(rng).cell for _ in range(200)]
-    assert picks.count((VILLAGE, 5, 5)) > 150
+    for x in range(10):  # found in order: (VILLAGE, 9, 0) is the newest
+        archive.observe((VILLAGE, x, 0), x + 1, 0.0, lambda: b"s")
+    archive.cells[(VILLAGE, 1, 0)].chosen = 100
+    newest, oldest, worn = (archive.cells[(VILLAGE, x, 0)] for x in (9, 0, 1))
+    assert newest.weight(10) == pytest.approx(1 + 0.5 / 2**0.5 + 2.0)
+    assert oldest.weight(10) == pytest.approx(1 + 0.5 / 2**0.5 + 0.2)
+    assert worn.weight(10) < 0.6 * oldest.weight(10)  # chosen 100 times
+    picks = [archive.select(np.random.default_rng(seed)).cell for seed in range(300)]
+    assert picks.count(newest.cell) > 1.5 * picks.count(oldest.cell)
+    assert newest.chosen == picks.count(newest.cell)
 
 
 def test_empty_archive_cannot_select():
