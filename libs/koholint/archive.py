@@ -1,12 +1,16 @@
 """A Go-Explore-style archive of cells: where the agent has been, and how to get back there.
 
-A cell is (room key, x // bin, y // bin). For each cell the archive keeps the best save
-state that reached it — fewest steps into the episode, then highest return — and counts
-how often the cell was visited and chosen as a restart. Restarts are drawn with weight
+A cell is (room key, x // bin, y // bin, progress level): where Link stands, and how far
+along the route the game is (items plus keys held, ``koholint.env.progress_level``), as the
+Go-Explore paper's cells count the keys held. Without the level the fewest-steps rule kept
+the sword-less paths to the dungeon, and no restart there could beat the key hall
+(BENCHMARKS.md). For each cell the archive keeps the best save state that reached it —
+fewest steps into the episode, then highest return — and counts how often the cell was
+visited and chosen as a restart. Restarts are drawn with weight
 
-    w = 1 / sqrt(1 + chosen) + 0.5 / sqrt(1 + visits)
+    w = 1 / sqrt(1 + chosen) + 0.5 / sqrt(1 + visits) + 2 * found_order / cells
 
-so cells rarely chosen and newly found (few visits) come first. The archive persists in
+so cells rarely chosen, rarely visited and recently found (the frontier) come first. The archive persists in
 the object store (``<prefix>/index.json`` and ``<prefix>/states/<id>.state``) and a
 restarted run resumes it.
 """
@@ -24,8 +28,8 @@ import numpy as np
 
 from koholint.store import ObjectStore, put_json
 
-ARCHIVE_SCHEMA_VERSION = 1
-Cell = tuple[tuple[int, int, int], int, int]
+ARCHIVE_SCHEMA_VERSION = 2  # 2: cells carry the progress level
+Cell = tuple[tuple[int, int, int], int, int, int]
 RECENCY = 2.0
 
 
@@ -138,7 +142,9 @@ class Archive:
         index = json.loads(store.get(f"{archive.prefix}/index.json"))
         if index.get("schema_version") != ARCHIVE_SCHEMA_VERSION:
             raise ValueError(
-                f"archive index schema_version {index.get('schema_version')} is not {ARCHIVE_SCHEMA_VERSION}"
+                f"archive {archive.prefix}: schema_version {index.get('schema_version')} is not "
+                f"{ARCHIVE_SCHEMA_VERSION} (an older trainer wrote it); start a run with another "
+                f"name, or delete {archive.prefix}/ from the store"
             )
         for item in index["cells"]:
             record = _record_from_json(item)
@@ -148,11 +154,11 @@ class Archive:
 
 def _record_to_json(record: CellRecord) -> dict[str, Any]:
     document = asdict(record)
-    room, x, y = record.cell
-    document["cell"] = [list(room), x, y]
+    room, x, y, level = record.cell
+    document["cell"] = [list(room), x, y, level]
     return document
 
 
 def _record_from_json(document: dict[str, Any]) -> CellRecord:
-    room, x, y = document["cell"]
-    return CellRecord(**{**document, "cell": (tuple(room), x, y)})
+    room, x, y, level = document["cell"]
+    return CellRecord(**{**document, "cell": (tuple(room), x, y, level)})

@@ -457,5 +457,10 @@ def milestones(memory: Any, raw: RawState) -> dict[str, bool]:
     }
 
 
+def progress_level(raw: RawState) -> int:
+    """Items held plus small keys: how far along the route a state is, whatever the room."""
+    return _items_held(raw) + int(raw.keys)
+
+
 def _items_held(raw: RawState) -> int:
     return len({item for item in raw.inventory if item})

@@ -9,6 +9,7 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.archive import Archive, Cell, CellRecord
+from koholint.env import progress_level
 from koholint.rnd import INTRINSIC_RATIO, IntrinsicBudget, Rnd, RndConfig
 
 
@@ -91,7 +92,7 @@ class LocalArchiveSource:
 
 
 class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
-    """Records the best state per (room, tile bin) cell and, every `restart_every` episodes,
+    """Records the best state per cell (room, tile bin, progress level) and, every `restart_every` episodes,
     starts the episode from a frontier cell instead of the configured start.
 
     A restarted episode counts its steps and return from the frontier cell's, so a cell is
@@ -148,11 +149,12 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self._steps += 1
         self._return += float(reward)
         game = self.env.unwrapped
-        cell = info["cell"]
+        raw = game.raw_state  # type: ignore[attr-defined]
+        cell = (*info["cell"], progress_level(raw))
         known = self._known.get(cell)
         better = known is None or self._steps <= known - self.improve_by
         # A state saved mid-transition would restart in the next room, not this cell.
-        if better and not game.raw_state.transition:  # type: ignore[attr-defined]
+        if better and not raw.transition:
             self._known[cell] = self._steps
             self._improved.observe(cell, self._steps, self._return, game.gameboy.save_state)  # type: ignore[attr-defined]
         if terminated or truncated:

@@ -121,3 +121,24 @@ def test_cells_the_shared_archive_knows_are_not_saved_again():
     assert saves == []
     first.close()
     second.close()
+
+
+def test_the_same_place_further_along_the_route_is_a_new_cell():
+    from koholint.ram import RamAddress
+
+    archive = Archive()
+    env = GoExploreWrapper(
+        ZeldaEnv(max_episode_steps=40, sticky_action_probability=0.0),
+        LocalArchiveSource(archive),
+        restart_every=100,
+    )
+    env.reset(seed=0)
+    env.step(Action.NOOP)
+    env.unwrapped.gameboy.memory[RamAddress.DUNGEON_SMALL_KEYS] = 1  # a key: one level up
+    env.step(Action.NOOP)
+    env.reset(seed=0)  # flush
+    places = {cell[:3]: [] for cell in archive.cells}
+    for cell in archive.cells:
+        places[cell[:3]].append(cell[3])
+    assert sorted(places[next(iter(places))]) == [0, 1]
+    env.close()
