@@ -8,6 +8,15 @@ from koholint.env import Action, ZeldaEnv
 from koholint.wrappers import CuriosityWrapper, GoExploreWrapper, LocalArchiveSource
 
 
+def count_saves(env) -> list[int]:
+    """A list that grows by one each time the env's emulator saves a state."""
+    saves: list[int] = []
+    gameboy = env.unwrapped.gameboy
+    original = gameboy.save_state
+    gameboy.save_state = lambda: saves.append(1) or original()
+    return saves
+
+
 def test_curiosity_pays_within_the_budget_and_trains():
     env = CuriosityWrapper(ZeldaEnv(), train_every=16)
     env.reset(seed=0)
@@ -53,10 +62,7 @@ def test_restarted_episodes_count_from_the_frontier_cell_and_states_are_not_resa
     env = GoExploreWrapper(
         ZeldaEnv(max_episode_steps=30), LocalArchiveSource(archive), restart_every=2
     )
-    saves = []
-    gameboy = env.unwrapped.gameboy
-    original = gameboy.save_state
-    gameboy.save_state = lambda: saves.append(1) or original()
+    saves = count_saves(env)
     env.reset(seed=0)
     for _ in range(30):
         env.step(Action.UP)
@@ -76,10 +82,7 @@ def test_a_cell_is_resaved_only_for_a_real_shortcut():
         restart_every=100,
         improve_by=8,
     )
-    saves = []
-    gameboy = env.unwrapped.gameboy
-    original = gameboy.save_state
-    gameboy.save_state = lambda: saves.append(1) or original()
+    saves = count_saves(env)
     env.reset(seed=0)
     for _ in range(6):  # stand still: the same cell at steps 1..6, only the first is new
         env.step(Action.NOOP)
@@ -111,10 +114,7 @@ def test_cells_the_shared_archive_knows_are_not_saved_again():
         LocalArchiveSource(archive),
         restart_every=100,
     )
-    saves = []
-    gameboy = second.unwrapped.gameboy
-    original = gameboy.save_state
-    gameboy.save_state = lambda: saves.append(1) or original()
+    saves = count_saves(second)
     second.reset(seed=0)  # learns what the archive knows
     for _ in range(3):  # the same first cells, no sooner: nothing to save
         second.step(Action.NOOP)
