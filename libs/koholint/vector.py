@@ -34,8 +34,6 @@ from gymnasium.vector.utils import batch_space
 
 
 class EpisodeEndVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
-    metadata = {"autoreset_mode": AutoresetMode.NEXT_STEP}
-
     def __init__(self, env_fns: Sequence[Callable[[], gym.Env[np.ndarray, Any]]]) -> None:
         self.envs: list[gym.Env[np.ndarray, Any]] = []  # close() works even if this fails
         if not env_fns:
