@@ -10,8 +10,8 @@ visited and chosen as a restart. Restarts are drawn with weight
 
     w = 1 / sqrt(1 + chosen) + 0.5 / sqrt(1 + visits) + 2 * found_order / cells
 
-so cells rarely chosen, rarely visited and recently found (the frontier) come first. The archive persists in
-the object store (``<prefix>/index.json`` and ``<prefix>/states/<id>.state``) and a
+so cells rarely chosen, rarely visited and recently found (the frontier) come first. The
+archive persists in the object store (``<prefix>/index.json`` and ``<prefix>/states/<id>.state``) and a
 restarted run resumes it.
 """
 

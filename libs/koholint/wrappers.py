@@ -92,8 +92,9 @@ class LocalArchiveSource:
 
 
 class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
-    """Records the best state per cell (room, tile bin, progress level) and, every `restart_every` episodes,
-    starts the episode from a frontier cell instead of the configured start.
+    """Records the best state per cell (room, tile bin, progress level) and, every
+    `restart_every` episodes, starts the episode from a frontier cell instead of the
+    configured start.
 
     A restarted episode counts its steps and return from the frontier cell's, so a cell is
     never credited as reached faster than it really was. Saving a state is slow (PyBoy,

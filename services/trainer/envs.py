@@ -24,6 +24,7 @@ from koholint.rnd import RndConfig
 from koholint.store import open_store
 from koholint.vector import EpisodeEndVectorEnv
 from koholint.wrappers import CuriosityWrapper, Frontier, GoExploreWrapper, LocalArchiveSource
+from trainer.run import EXPORT_COUNTS
 
 ENV_NAME = "koholint-train"
 TRAINER_KEYS = (
@@ -99,7 +100,7 @@ def process_exporter(store_url: str, redis_url: str) -> ExportQueue:
         return _exporters[key]
 
 
-_reported: dict[str, int] = {"written": 0, "dropped": 0, "failed": 0}
+_reported = dict.fromkeys(EXPORT_COUNTS, 0)
 
 
 def export_counts_since_last_call() -> dict[str, int]:

@@ -5,6 +5,7 @@ import pytest
 
 from koholint.archive import Archive
 from koholint.env import Action, ZeldaEnv
+from koholint.ram import RamAddress
 from koholint.wrappers import CuriosityWrapper, GoExploreWrapper, LocalArchiveSource
 
 
@@ -15,6 +16,14 @@ def count_saves(env) -> list[int]:
     original = gameboy.save_state
     gameboy.save_state = lambda: saves.append(1) or original()
     return saves
+
+
+def standing_explorer(archive: Archive, **settings) -> GoExploreWrapper:
+    """A Go-Explore env without sticky actions that never restarts from the archive."""
+    env = ZeldaEnv(
+        max_episode_steps=settings.pop("max_episode_steps", 40), sticky_action_probability=0.0
+    )
+    return GoExploreWrapper(env, LocalArchiveSource(archive), restart_every=100, **settings)
 
 
 def test_curiosity_pays_within_the_budget_and_trains():
@@ -76,12 +85,7 @@ def test_restarted_episodes_count_from_the_frontier_cell_and_states_are_not_resa
 
 def test_a_cell_is_resaved_only_for_a_real_shortcut():
     archive = Archive()
-    env = GoExploreWrapper(
-        ZeldaEnv(max_episode_steps=40, sticky_action_probability=0.0),
-        LocalArchiveSource(archive),
-        restart_every=100,
-        improve_by=8,
-    )
+    env = standing_explorer(archive, improve_by=8)
     saves = count_saves(env)
     env.reset(seed=0)
     for _ in range(6):  # stand still: the same cell at steps 1..6, only the first is new
@@ -109,11 +113,7 @@ def test_cells_the_shared_archive_knows_are_not_saved_again():
         first.step(Action.UP)
     first.reset(seed=0)  # flushes its cells into the archive
     assert len(archive) > 3
-    second = GoExploreWrapper(
-        ZeldaEnv(max_episode_steps=20, sticky_action_probability=0.0),
-        LocalArchiveSource(archive),
-        restart_every=100,
-    )
+    second = standing_explorer(archive, max_episode_steps=20)
     saves = count_saves(second)
     second.reset(seed=0)  # learns what the archive knows
     for _ in range(3):  # the same first cells, no sooner: nothing to save
@@ -124,14 +124,8 @@ def test_cells_the_shared_archive_knows_are_not_saved_again():
 
 
 def test_the_same_place_further_along_the_route_is_a_new_cell():
-    from koholint.ram import RamAddress
-
     archive = Archive()
-    env = GoExploreWrapper(
-        ZeldaEnv(max_episode_steps=40, sticky_action_probability=0.0),
-        LocalArchiveSource(archive),
-        restart_every=100,
-    )
+    env = standing_explorer(archive)
     env.reset(seed=0)
     env.step(Action.NOOP)
     env.unwrapped.gameboy.memory[RamAddress.DUNGEON_SMALL_KEYS] = 1  # a key: one level up
