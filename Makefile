@@ -40,7 +40,7 @@ test-fast: $(INSTALLED) ## Run the tests not marked slow
 lint: $(INSTALLED) ## Check lint, formatting and types (ruff, mypy)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy libs/koholint
+	$(VENV)/bin/mypy
 
 format: $(INSTALLED) ## Fix lint where safe and format the code
 	$(VENV)/bin/ruff check --fix .

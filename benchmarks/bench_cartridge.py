@@ -17,12 +17,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from koholint.emulator import GameBoy
-from koholint.play import run_episode
-from koholint.rom import HEADER_CHECKSUM, header_checksum
-from koholint.route import Route
-from koholint.states import load_named_state
-from koholint.walkthrough import WalkthroughPlayer, load_walkthrough
+from koholint.baselines.play import run_episode
+from koholint.baselines.recorder import Route
+from koholint.game.emulator import GameBoy
+from koholint.game.rom import HEADER_CHECKSUM, header_checksum
+from koholint.game.states import load_named_state
+from koholint.game.walkthrough import WalkthroughPlayer, load_walkthrough
 
 CHUNK = 1000
 

@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
-from koholint.emulator import GameBoy
-from koholint.env import ACTION_BUTTONS, ZeldaEnv
-from koholint.savestate import unpack_state
-from koholint.states import load_named_state
+from koholint.env.zelda import ACTION_BUTTONS, ZeldaEnv
+from koholint.game.emulator import GameBoy
+from koholint.game.savestate import unpack_state
+from koholint.game.states import load_named_state
 
 NAMES = ("right", "left", "up", "down", "a", "b", "select", "start")
 

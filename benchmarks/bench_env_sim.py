@@ -24,7 +24,7 @@ import time
 import numpy as np
 
 from koholint.clients.env_sim import EnvSimClient
-from koholint.env import ZeldaEnv
+from koholint.env.zelda import ZeldaEnv
 
 BATCH = 64
 

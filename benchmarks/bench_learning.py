@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from koholint.env import MILESTONES, ZeldaEnv
+from koholint.env.zelda import MILESTONES, ZeldaEnv
 
 EPISODE = 1024
 PPO_CONFIGS: dict[str, dict[str, Any]] = {
@@ -67,8 +67,8 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> dict[str, Any]:
-    from trainer.config import TrainConfig
-    from trainer.run import TrainingRun
+    from trainer.ppo.config import TrainConfig
+    from trainer.ppo.run import TrainingRun
 
     folder = tempfile.mkdtemp(prefix=f"learning-{config_name}-")
     config = TrainConfig.from_mapping(

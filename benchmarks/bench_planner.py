@@ -23,7 +23,7 @@ from pathlib import Path
 
 import httpx
 
-from koholint.emulator import GameBoy
+from koholint.game.emulator import GameBoy
 from koholint.planning.autopilot import Budget, run_autopilot
 from koholint.planning.backends import make_backend
 from koholint.planning.executor import MacroExecutor

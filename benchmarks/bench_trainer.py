@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from koholint.env import ZeldaEnv
+from koholint.env.zelda import ZeldaEnv
 
 
 def baseline(steps: int) -> float:
@@ -66,8 +66,8 @@ def stable_baselines(steps: int, envs: int) -> float:
 
 
 def training(steps: int, **overrides: object) -> float:
-    from trainer.config import TrainConfig
-    from trainer.run import TrainingRun
+    from trainer.ppo.config import TrainConfig
+    from trainer.ppo.run import TrainingRun
 
     folder = tempfile.mkdtemp()
     config = TrainConfig.from_mapping(

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from koholint.emulator import GameBoy
-from koholint.ram import ADDRESS_DOCS, RamAddress, RamReader
-from koholint.walkthrough import Walkthrough, WalkthroughPlayer, load_walkthrough
+from koholint.game.emulator import GameBoy
+from koholint.game.ram import ADDRESS_DOCS, RamAddress, RamReader
+from koholint.game.walkthrough import Walkthrough, WalkthroughPlayer, load_walkthrough
 
 TRACED_STATE = (
     RamAddress.DIALOG_STATE,

@@ -7,12 +7,12 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from koholint.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
+from koholint.game.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
 
 if TYPE_CHECKING:
-    from koholint.play import EpisodeResult
+    from koholint.baselines.play import EpisodeResult
 
 POLICIES = ("noop", "random", "walkthrough", "explorer")
 MAX_EPISODES = 100
@@ -27,7 +27,7 @@ def _rom_argument(value: str | None) -> Path | None:
 
 # -- play ---------------------------------------------------------------------
 def _starts(args: argparse.Namespace, rom: Path | None) -> list[str]:
-    from koholint.states import STATE_NAMES, UnknownStateError
+    from koholint.game.states import STATE_NAMES, UnknownStateError
 
     if rom is not None:
         return ["power_on"]  # named states belong to the cartridge
@@ -41,7 +41,7 @@ def _starts(args: argparse.Namespace, rom: Path | None) -> list[str]:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from koholint.play import run_episode
+    from koholint.baselines.play import run_episode
 
     rom = _rom_argument(args.rom)
     policies = args.policy or ["walkthrough", "random"]
@@ -108,7 +108,7 @@ def _print_summary(results: list[EpisodeResult]) -> None:
 
 # -- other commands -------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
-    from koholint.trajectory import replay
+    from koholint.baselines.trajectory import replay
 
     result = replay(Path(args.file))
     if result.ok:
@@ -122,7 +122,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_rom_info(args: argparse.Namespace) -> int:
-    from koholint.rom import bundled_cartridge
+    from koholint.game.rom import bundled_cartridge
 
     info = read_rom(_rom_argument(args.path) or bundled_cartridge())
     print(
@@ -134,10 +134,10 @@ def cmd_rom_info(args: argparse.Namespace) -> int:
 
 
 def cmd_cartridge_record(args: argparse.Namespace) -> int:
-    from koholint.emulator import GameBoy
-    from koholint.route import record
-    from koholint.states import STATE_NAMES, states_dir
-    from koholint.walkthrough import walkthrough_path
+    from koholint.baselines.recorder import record
+    from koholint.game.emulator import GameBoy
+    from koholint.game.states import STATE_NAMES, states_dir
+    from koholint.game.walkthrough import walkthrough_path
 
     with GameBoy() as gameboy:
         route = record(gameboy)
@@ -156,7 +156,7 @@ def cmd_cartridge_record(args: argparse.Namespace) -> int:
 
 
 def cmd_schemas_export(args: argparse.Namespace) -> int:
-    from koholint.state import game_state_schema_json, schema_path
+    from koholint.game.state import game_state_schema_json, schema_path
 
     path, text = schema_path(), game_state_schema_json()
     if args.check:
@@ -170,117 +170,57 @@ def cmd_schemas_export(args: argparse.Namespace) -> int:
     return 0
 
 
-SERVICES = {
-    "env-sim": "env_sim.app:main_app",
-    "trainer": "trainer.app:main_app",
-    "planner": "planner.app:main_app",
-    "llm-local": "llm_local.app:main_app",
-}
+SERVICE_GROUP = "koholint.services"
+"""Entry points naming each service's uvicorn factory (``name = "package.app:main_app"``)."""
+COMMAND_GROUP = "koholint.commands"
+"""Entry points naming functions that add a service's own commands (train, evaluate, ...)."""
+
+
+def installed_services() -> dict[str, str]:
+    """Service name -> its app factory, from the installed packages' entry points."""
+    from importlib.metadata import entry_points
+
+    return {point.name: point.value for point in entry_points(group=SERVICE_GROUP)}
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    import importlib.util
-
     import uvicorn
 
-    module = SERVICES[args.service].split(":")[0]
-    if importlib.util.find_spec(module.split(".")[0]) is None:
-        extra = {"llm-local": "local-llm"}.get(args.service, args.service)
+    services = installed_services()
+    if args.service not in services:
         print(
-            f"koholint serve: {args.service} is not installed; pip install 'koholint[{extra}]'",
+            f"koholint serve: no service {args.service!r} is installed "
+            f"(installed: {', '.join(sorted(services)) or 'none'}); "
+            f"pip install 'koholint[{args.service}]'",
             file=sys.stderr,
         )
         return 2
     uvicorn.run(
-        SERVICES[args.service], factory=True, host=args.host, port=args.port, log_level="info"
+        services[args.service], factory=True, host=args.host, port=args.port, log_level="info"
     )
     return 0
 
 
-def cmd_train(args: argparse.Namespace) -> int:
-    """Train on embedded defaults (or RAY_ADDRESS etc.); progress bar, summary, learning curve."""
-    try:
-        from trainer.config import TrainConfig, TrainConfigError
-        from trainer.run import RunStatus, TrainingRun
-    except ImportError:
-        print(
-            "koholint train: the trainer is not installed; pip install 'koholint[trainer]'",
-            file=sys.stderr,
-        )
+def _add_service_commands(commands: argparse._SubParsersAction) -> None:
+    """Commands that services add (``koholint train`` from the trainer, ...)."""
+    from importlib.metadata import entry_points
+
+    for point in sorted(entry_points(group=COMMAND_GROUP), key=lambda point: point.name):
+        try:
+            register = point.load()
+        except ImportError as error:  # the service's extra is not installed
+            missing = commands.add_parser(point.name, help=f"(not installed: {error.name})")
+            missing.set_defaults(handler=_not_installed(point.name, str(error)))
+            continue
+        register(commands)
+
+
+def _not_installed(command: str, reason: str) -> Any:
+    def handler(args: argparse.Namespace) -> int:
+        print(f"koholint {command}: not installed ({reason})", file=sys.stderr)
         return 2
-    settings = {
-        name: value
-        for name, value in vars(args).items()
-        if name in TRAIN_FLAGS and value is not None
-    }
-    try:
-        config = TrainConfig.from_mapping(settings)
-    except TrainConfigError as error:
-        print(f"koholint train: {error}", file=sys.stderr)
-        return 2
-    run = TrainingRun(config)
 
-    def progress(status: RunStatus) -> None:
-        done = min(status.env_steps / config.total_env_steps, 1.0)
-        bar = "#" * int(done * 30)
-        print(f"\r[{bar:<30}] {status.env_steps:>8}/{config.total_env_steps} steps  {status.steps_per_second:6.0f}/s  "
-              f"rooms {status.rooms_mean or 0:4.1f}  cells {status.cells_mean or 0:5.1f}  archive {status.archive_cells}",
-              end="", flush=True)  # fmt: skip
-
-    try:
-        status = run.run(on_iteration=progress)
-    except TrainConfigError as error:
-        print(f"\nkoholint train: {error}", file=sys.stderr)
-        return 2
-    print(
-        f"\nrun {status.run}: {status.state} after {status.env_steps} steps in {status.iterations} iterations"
-    )
-
-    def shown(value: float | None) -> str:
-        return "-" if value is None else f"{value:.2f}"
-
-    print(f"  return {shown(status.episode_return_mean)}  rooms {shown(status.rooms_mean)}  "
-          f"cells {shown(status.cells_mean)}  win rate {shown(status.win_rate)}  "
-          f"archive cells {status.archive_cells}  checkpoints {status.checkpoints}")  # fmt: skip
-    print(f"  learning curve: {Path(config.run_dir).resolve() / status.run / 'learning_curve.png'}")
-    return 0
-
-
-TRAIN_FLAGS = ("run", "total_env_steps", "num_env_runners", "envs_per_env_runner", "episode_length",
-               "train_batch_size", "minibatch_size", "store_url", "resume_from", "seed", "run_dir")  # fmt: skip
-
-
-def _add_train(commands: argparse._SubParsersAction) -> None:
-    train = commands.add_parser(
-        "train", help="train PPO on the cartridge (embedded defaults; RAY_ADDRESS joins a cluster)"
-    )
-    train.add_argument("--run", help="run name (default: from the time)")
-    train.add_argument(
-        "--steps", dest="total_env_steps", type=int, help="environment steps (default 20000)"
-    )
-    train.add_argument(
-        "--workers", dest="num_env_runners", type=int, help="env-runner processes (RAY_WORKERS)"
-    )
-    train.add_argument(
-        "--envs", dest="envs_per_env_runner", type=int, help="envs per runner (ENVS_PER_WORKER)"
-    )
-    train.add_argument(
-        "--episode-length",
-        dest="episode_length",
-        type=int,
-        help="steps per episode (EPISODE_LENGTH)",
-    )
-    train.add_argument(
-        "--batch", dest="train_batch_size", type=int, help="steps per update (BATCH_SIZE)"
-    )
-    train.add_argument("--minibatch", dest="minibatch_size", type=int, help="steps per minibatch")
-    train.add_argument("--store", dest="store_url", help="object store URL (KOHOLINT_STORE_URL)")
-    train.add_argument(
-        "--resume", dest="resume_from", help="a checkpoint name from the run's ledger"
-    )
-    train.add_argument("--seed", type=int)
-    train.add_argument("--run-dir", dest="run_dir", help="local folder for Ray files and the curve")
-    train.set_defaults(handler=cmd_train)
+    return handler
 
 
 # -- parser ---------------------------------------------------------------------
@@ -309,10 +249,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="koholint", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_play(commands)
-    _add_train(commands)
+    _add_service_commands(commands)
 
     serve = commands.add_parser("serve", help="run a service over HTTP")
-    serve.add_argument("service", choices=sorted(SERVICES))
+    serve.add_argument("service", help=f"one of: {', '.join(sorted(installed_services()))}")
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8000)
     serve.set_defaults(handler=cmd_serve)
@@ -351,8 +291,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from koholint.states import UnknownStateError
-    from koholint.trajectory import TrajectoryError
+    from koholint.baselines.trajectory import TrajectoryError
+    from koholint.game.states import UnknownStateError
 
     args = build_parser().parse_args(argv)
     if args.command == "play" and not (

@@ -7,19 +7,17 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-from fastapi import FastAPI, Request, Response
+from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_fastapi_instrumentator import Instrumentator
 
 from env_sim.config import Settings
 from env_sim.metrics import Metrics
 from env_sim.roms import RomRegistry
-from env_sim.routes import health, roms, sessions
+from env_sim.routes import roms, sessions
 from env_sim.sessions import SessionManager
-from koholint.problems import BodySizeLimitMiddleware, add_exception_handlers, problem_response
 from koholint.store import StoreError, open_store
-from koholint.telemetry import configure_logging, setup_tracing
+from koholint.web.problems import problem_response
+from koholint.web.scaffold import check_in_thread, create_service_app, service_factory
 
 
 def create_app(settings: Settings | None = None, *, span_exporter: object = None) -> FastAPI:
@@ -47,28 +45,27 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
             evictor.cancel()
             manager.close()
 
-    app = FastAPI(title="koholint env-sim", version="1.0.0", lifespan=lifespan)
-    add_exception_handlers(app)
+    app = create_service_app(
+        name="env-sim",
+        lifespan=lifespan,
+        routers=[sessions.router, roms.router],
+        registry=metrics.registry,
+        max_body_bytes=settings.max_body_bytes,
+        readiness=readiness,
+        tracing_exporter=span_exporter or settings.tracing_exporter,
+    )
 
     @app.exception_handler(StoreError)
     async def store_failed(request: Request, error: StoreError) -> JSONResponse:
         return problem_response(503, "Object store failed", str(error), request.url.path)
 
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
-    for router in (health.router, sessions.router, roms.router):
-        app.include_router(router)
-    Instrumentator(registry=metrics.registry).instrument(app)
-
-    @app.get("/metrics", include_in_schema=False)
-    async def prometheus_metrics() -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    setup_tracing(app, "env-sim", span_exporter or settings.tracing_exporter)
     return app
 
 
-def main_app() -> FastAPI:
-    """Factory for uvicorn: settings from the environment, JSON logs."""
-    settings = Settings()
-    configure_logging(settings.log_level)
-    return create_app(settings)
+async def readiness(app: FastAPI) -> dict[str, str]:
+    """The object store is reachable and writable, and the ROMs are loaded."""
+    await check_in_thread("object store", app.state.store.check)
+    return {"roms": str(len(app.state.roms.describe()))}
+
+
+main_app = service_factory(Settings, create_app)

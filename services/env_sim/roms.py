@@ -5,10 +5,21 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from koholint.problems import NotFoundError, PayloadTooLargeError, ProblemError, UnprocessableError
-from koholint.rom import InvalidRomError, RomInfo, bundled_cartridge, read_rom, validate_rom_bytes
+from koholint.game.rom import (
+    InvalidRomError,
+    RomInfo,
+    bundled_cartridge,
+    read_rom,
+    validate_rom_bytes,
+)
 from koholint.schemas.env_sim import CARTRIDGE_ROM_ID
 from koholint.schemas.env_sim import RomInfo as RomInfoModel
+from koholint.web.problems import (
+    NotFoundError,
+    PayloadTooLargeError,
+    ProblemError,
+    UnprocessableError,
+)
 
 
 class RomRegistry:

@@ -22,17 +22,17 @@ from typing import Any, TypeVar
 import numpy as np
 
 from env_sim.metrics import Metrics
-from koholint.env import ZeldaEnv
-from koholint.png import encode_png
-from koholint.problems import ConflictError, NotFoundError, TooManyError, UnprocessableError
-from koholint.savestate import SaveStateError, unpack_state
+from koholint.env.zelda import ZeldaEnv
+from koholint.game.png import encode_png
+from koholint.game.savestate import SaveStateError, unpack_state
+from koholint.game.state import GameState
+from koholint.game.states import UnknownStateError
 from koholint.schemas.env_sim import (
     Observation,
     SessionInfo,
     SessionSettings,
 )
-from koholint.state import GameState
-from koholint.states import UnknownStateError
+from koholint.web.problems import ConflictError, NotFoundError, TooManyError, UnprocessableError
 
 T = TypeVar("T")
 logger = logging.getLogger("env_sim.sessions")

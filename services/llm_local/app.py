@@ -6,17 +6,15 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_fastapi_instrumentator import Instrumentator
+from fastapi import FastAPI
 from starlette.concurrency import run_in_threadpool
 
-from koholint.problems import BodySizeLimitMiddleware, add_exception_handlers
-from koholint.telemetry import configure_logging
+from koholint.web.problems import UnavailableError
+from koholint.web.scaffold import create_service_app, service_factory
 from llm_local.config import Settings
 from llm_local.metrics import Metrics
 from llm_local.model import ChatModel
-from llm_local.routes import chat, health
+from llm_local.routes import chat
 
 logger = logging.getLogger("llm_local")
 
@@ -40,22 +38,22 @@ def create_app(settings: Settings | None = None, model: ChatModel | None = None)
             if model is None:  # an injected model belongs to the caller
                 loaded.close()
 
-    app = FastAPI(title="koholint llm-local", version="1.0.0", lifespan=lifespan)
-    add_exception_handlers(app)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.include_router(health.router)
-    app.include_router(chat.router)
-    Instrumentator(registry=metrics.registry).instrument(app)
-
-    @app.get("/metrics", include_in_schema=False)
-    async def prometheus_metrics() -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    return app
+    return create_service_app(
+        name="llm-local",
+        lifespan=lifespan,
+        routers=[chat.router],
+        registry=metrics.registry,
+        max_body_bytes=settings.max_body_bytes,
+        readiness=readiness,
+    )
 
 
-def main_app() -> FastAPI:
-    """Factory for uvicorn: settings from the environment, JSON logs."""
-    settings = Settings()
-    configure_logging(settings.log_level)
-    return create_app(settings)
+async def readiness(app: FastAPI) -> dict[str, str]:
+    """The model is loaded (503 until then)."""
+    model = getattr(app.state, "model", None)
+    if model is None:
+        raise UnavailableError("the model is still loading")
+    return {"model": model.path.name}
+
+
+main_app = service_factory(Settings, create_app)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from koholint.problems import UnavailableError
+from koholint.web.problems import UnavailableError
 from llm_local.config import Settings
 from llm_local.metrics import Metrics
 from llm_local.model import ChatModel

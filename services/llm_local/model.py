@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from koholint.problems import PayloadTooLargeError, ProblemError
+from koholint.web.problems import PayloadTooLargeError, ProblemError
 from llm_local.config import INSTALL_HINT, ModelNotFoundError, Settings
 
 # llama.cpp seeds are 32-bit and 0xFFFFFFFF means "pick one at random": reduce below it.

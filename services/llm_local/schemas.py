@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from koholint.problems import ProblemError
+from koholint.web.problems import ProblemError
 
 
 class TextOnlyError(ProblemError):

@@ -5,15 +5,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator
 
-from fastapi import FastAPI, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
-from prometheus_fastapi_instrumentator import Instrumentator
+from fastapi import FastAPI
 
-from koholint.problems import BodySizeLimitMiddleware, add_exception_handlers
-from koholint.telemetry import configure_logging
+from koholint.planning.backends import LlmBackend
+from koholint.web.problems import UnavailableError
+from koholint.web.scaffold import create_service_app, service_factory
 from planner.config import Settings
 from planner.metrics import Metrics
-from planner.routes import api, health
+from planner.routes import api
 from planner.service import Planner
 
 
@@ -29,22 +28,24 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         finally:
             app.state.planner.close()
 
-    app = FastAPI(title="koholint planner", version="1.0.0", lifespan=lifespan)
-    add_exception_handlers(app)
-    app.add_middleware(BodySizeLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.include_router(health.router)
-    app.include_router(api.router)
-    Instrumentator(registry=metrics.registry).instrument(app)
-
-    @app.get("/metrics", include_in_schema=False)
-    async def prometheus_metrics() -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-    return app
+    return create_service_app(
+        name="planner",
+        lifespan=lifespan,
+        routers=[api.router],
+        registry=metrics.registry,
+        max_body_bytes=settings.max_body_bytes,
+        readiness=readiness,
+    )
 
 
-def main_app() -> FastAPI:
-    """Factory for uvicorn: settings from the environment, JSON logs."""
-    settings = Settings()
-    configure_logging(settings.log_level)
-    return create_app(settings)
+async def readiness(app: FastAPI) -> dict[str, str]:
+    """Ready unless every language-model route's circuit is open."""
+    backend = app.state.planner.backend
+    if isinstance(backend, LlmBackend):
+        states = {route: breaker.state for route, breaker in backend.client.breakers.items()}
+        if all(state == "open" for state in states.values()):
+            raise UnavailableError(f"every route's circuit is open: {states}")
+    return {"backend": backend.name}
+
+
+main_app = service_factory(Settings, create_app)

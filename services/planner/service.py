@@ -18,7 +18,7 @@ from koholint.planning.backends import Decision, LlmBackend, make_backend
 from koholint.planning.llm import CallLog
 from koholint.planning.memory import SessionMemory
 from koholint.planning.view import Situation
-from koholint.problems import (
+from koholint.web.problems import (
     ConflictError,
     NotFoundError,
     ProblemError,

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from trainer.run import EXPORT_COUNTS
+from koholint.env.export import EXPORT_COUNTS
 from trainer.service import Trainer
 
 GAUGES = {

@@ -5,11 +5,11 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from koholint.problems import ConflictError, NotFoundError, UnprocessableError
 from koholint.store import ObjectStore
-from trainer.config import TrainConfig, TrainConfigError
+from koholint.web.problems import ConflictError, NotFoundError, UnprocessableError
 from trainer.ledger import CheckpointLedger, UnknownCheckpointError
-from trainer.run import TrainingRun
+from trainer.ppo.config import TrainConfig, TrainConfigError
+from trainer.ppo.run import TrainingRun
 
 
 class Trainer:

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from koholint.emulator import Button, GameBoy
-from koholint.play import run_episode
-from koholint.ram import (
+from koholint.baselines.play import run_episode
+from koholint.baselines.recorder import Route
+from koholint.game.emulator import Button, GameBoy
+from koholint.game.ram import (
     ADDRESS_DOCS,
     CARTRIDGE_SEED_ADDRESS,
     ENEMY_TYPES,
     MotionState,
     RamAddress,
 )
-from koholint.route import Route
-from koholint.states import load_named_state
-from koholint.walkthrough import WalkthroughPlayer
+from koholint.game.states import load_named_state
+from koholint.game.walkthrough import WalkthroughPlayer
 
 SENTINEL = 0xEE
 

@@ -11,6 +11,7 @@ import httpx
 import numpy as np
 
 from koholint.clients import ServiceError, check_response
+from koholint.game.state import GameState
 from koholint.schemas.env_sim import (
     BatchResult,
     MemoryRead,
@@ -22,7 +23,6 @@ from koholint.schemas.env_sim import (
     StepResult,
     TickResult,
 )
-from koholint.state import GameState
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
@@ -137,66 +137,6 @@ class EnvSimClient:
 
     def roms(self) -> RomList:
         return RomList.model_validate(_check(self.http.get("/v1/roms")).json())
-
-
-class AsyncEnvSimClient:
-    """Asynchronous client of one env-sim server (the same calls as EnvSimClient)."""
-
-    def __init__(
-        self,
-        base_url: str,
-        *,
-        timeout: httpx.Timeout = DEFAULT_TIMEOUT,
-        transport: httpx.AsyncBaseTransport | None = None,
-    ) -> None:
-        self.http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
-
-    async def aclose(self) -> None:
-        await self.http.aclose()
-
-    async def __aenter__(self) -> AsyncEnvSimClient:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
-
-    async def create_session(self, **settings: Any) -> SessionInfo:
-        return SessionInfo.model_validate(
-            _check(await self.http.post("/v1/sessions", json=_settings(settings))).json()
-        )
-
-    async def delete_session(self, session_id: str) -> None:
-        _check(await self.http.delete(f"/v1/sessions/{session_id}"))
-
-    async def reset(self, session_id: str, **request: Any) -> Observation:
-        return Observation.model_validate(
-            _check(await self.http.post(f"/v1/sessions/{session_id}/reset", json=request)).json()
-        )
-
-    async def step(self, session_id: str, action: int, *, frame: bool = False) -> StepResult:
-        body = {"action": int(action), "frame": frame}
-        return StepResult.model_validate(
-            _check(await self.http.post(f"/v1/sessions/{session_id}/step", json=body)).json()
-        )
-
-    async def steps(
-        self, session_id: str, actions: list[int], *, frames: bool = False
-    ) -> BatchResult:
-        body = {"actions": [int(a) for a in actions], "frames": frames}
-        return BatchResult.model_validate(
-            _check(await self.http.post(f"/v1/sessions/{session_id}/steps", json=body)).json()
-        )
-
-    async def state(self, session_id: str) -> GameState:
-        return GameState.model_validate(
-            _check(await self.http.get(f"/v1/sessions/{session_id}/state")).json()
-        )
-
-    async def read_memory(self, session_id: str, address: int, count: int = 1) -> bytes:
-        response = await self.http.get(
-            f"/v1/sessions/{session_id}/memory", params={"address": address, "count": count}
-        )
-        return bytes.fromhex(MemoryRead.model_validate(_check(response).json()).data_hex)
 
 
 class RemoteEmulator:

@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from koholint.emulator import Button, Emulator
+from koholint.game.emulator import Button, Emulator
 from koholint.planning.backends import Backend, Decision, mode_of
 from koholint.planning.executor import MacroExecutor
 from koholint.planning.macros import MacroResult

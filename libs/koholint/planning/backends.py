@@ -15,8 +15,10 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from koholint.navigation import Metatile
+from koholint.game.navigation import Metatile
+from koholint.game.ram import InventoryItem
 from koholint.planning.llm import (
+    TEXT_ROUTES,
     CallLog,
     CallRecord,
     LlmClient,
@@ -34,7 +36,6 @@ from koholint.planning.puzzle import (
 )
 from koholint.planning.switch import Mode, classify
 from koholint.planning.view import Situation, is_dialog_state, is_puzzle_state
-from koholint.ram import InventoryItem
 
 SHOP_PRICE = 10
 OBJECTIVES = (
@@ -369,7 +370,7 @@ def make_backend(
         raise ValueError(f"backend {kind!r} is unknown; use one of {', '.join(BACKENDS)}")
     if kind == "local":
         base_url = base_url or "http://127.0.0.1:8090"
-        models = dict.fromkeys(("dialog", "puzzle", "state"), LOCAL_MODEL)
+        models = dict.fromkeys(TEXT_ROUTES, LOCAL_MODEL)
         vision = False
         # At temperature 0 a 135M model repeats one wrong answer forever; sampled answers
         # with per-request seeds stay reproducible and let the repair round differ.

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from koholint.emulator import Button, Emulator
-from koholint.navigation import (
+from koholint.game.emulator import Button, Emulator
+from koholint.game.navigation import (
     DIRECTION_BUTTONS,
     FACING,
     STEPS,
@@ -22,6 +22,7 @@ from koholint.navigation import (
     steer,
     tile_center,
 )
+from koholint.game.ram import DialogState, MotionState
 from koholint.planning.macros import (
     ITEM_IDS,
     AdvanceDialog,
@@ -35,7 +36,6 @@ from koholint.planning.macros import (
 )
 from koholint.planning.puzzle import find_tiles, push_problem, tile_name
 from koholint.planning.view import View, read_view
-from koholint.ram import DialogState, MotionState
 
 # Link walks 1 px a frame: hold a direction at most this many frames between reads.
 MAX_WALK_CHUNK = 8

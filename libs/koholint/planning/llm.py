@@ -36,6 +36,9 @@ import httpx
 from pydantic import BaseModel, ValidationError
 
 ROUTES = ("vision", "dialog", "puzzle", "state")
+"""The llm-d gateway's routes, one model behind each; defined here only."""
+TEXT_ROUTES = ("dialog", "puzzle", "state")
+"""The routes a text-only model can answer."""
 MAX_RESPONSE_CHARS = 64 * 1024
 MAX_PROMPT_CHARS = 64 * 1024
 Outcome = Literal["valid", "repaired", "rejected", "unavailable", "circuit_open"]

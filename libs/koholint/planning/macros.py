@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from koholint.ram import ROOM_HEIGHT, ROOM_WIDTH, InventoryItem
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, InventoryItem
 
 Direction = Literal["up", "down", "left", "right"]
 ItemName = Literal["sword", "bombs", "power_bracelet", "shield"]

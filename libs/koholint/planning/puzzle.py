@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from koholint.navigation import STEPS, WALKABLE, Cell, Metatile, NoPathError, find_path
+from koholint.game.navigation import STEPS, WALKABLE, Cell, Metatile, NoPathError, find_path
 from koholint.planning.view import Tiles
 
 BLOCK_AREA = (range(1, 9), range(1, 7))

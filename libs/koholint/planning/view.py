@@ -11,9 +11,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from koholint.emulator import Emulator
-from koholint.navigation import Metatile
-from koholint.ram import (
+from koholint.game.emulator import Emulator
+from koholint.game.navigation import Metatile
+from koholint.game.ram import (
     DIALOG_BOX_AT_BOTTOM,
     ROOM_HEIGHT,
     ROOM_OBJECTS_STRIDE,
@@ -22,7 +22,7 @@ from koholint.ram import (
     RamAddress,
     RoomFlag,
 )
-from koholint.state import GameState, RawState, count_visited_rooms
+from koholint.game.state import GameState, RawState, count_visited_rooms
 
 Tiles = tuple[tuple[int, ...], ...]
 # Everything RawState, the room tiles and the visited-room count read: link/dialog/entity
@@ -112,7 +112,7 @@ class Situation(BaseModel):
     tiles: list[list[int]] = Field(
         min_length=ROOM_HEIGHT,
         max_length=ROOM_HEIGHT,
-        description="wRoomObjects metatile ids, 8 rows of 10 (koholint.navigation.Metatile)",
+        description="wRoomObjects metatile ids, 8 rows of 10 (koholint.game.navigation.Metatile)",
     )
 
     @field_validator("tiles")

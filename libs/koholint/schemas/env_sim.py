@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from koholint.state import GameState
+from koholint.game.state import GameState
 
 ENV_SIM_SCHEMA_VERSION = 1
 MAX_SEED = 2**31 - 1
@@ -71,7 +71,7 @@ class ResetRequest(_Body):
 
 
 class StepRequest(_Body):
-    action: int = Field(ge=0, le=8, description="koholint.env.Action")
+    action: int = Field(ge=0, le=8, description="koholint.env.zelda.Action")
     frame: bool = Field(False, description="include the frame as base64 PNG")
 
 
@@ -122,7 +122,7 @@ class LoadRequest(_Body):
 class TickRequest(_Body):
     """Frame-level control, for clients that drive the emulator directly (the Emulator protocol)."""
 
-    buttons: int = Field(0, ge=0, le=255, description="koholint.emulator.Button mask held")
+    buttons: int = Field(0, ge=0, le=255, description="koholint.game.emulator.Button mask held")
     frames: int = Field(1, ge=1, le=600)
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query, Request, Response
 
 from env_sim import sessions as ops
 from env_sim.deps import RomsDep, SessionsDep, SettingsDep, StoreDep
-from koholint.problems import NotFoundError, PayloadTooLargeError, UnprocessableError
+from koholint.game.state import GameState
 from koholint.schemas.env_sim import (
     BatchResult,
     LoadRequest,
@@ -26,8 +26,8 @@ from koholint.schemas.env_sim import (
     TickRequest,
     TickResult,
 )
-from koholint.state import GameState
 from koholint.store import ObjectNotFoundError, ObjectStore
+from koholint.web.problems import NotFoundError, PayloadTooLargeError, UnprocessableError
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 MAX_MEMORY_READ = 4096

@@ -7,7 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from starlette.concurrency import run_in_threadpool
 
-from koholint.problems import NotFoundError, PayloadTooLargeError, ProblemError, UnprocessableError
+from koholint.planning.llm import ROUTES
+from koholint.web.problems import (
+    NotFoundError,
+    PayloadTooLargeError,
+    ProblemError,
+    UnprocessableError,
+)
 from llm_local.config import Settings
 from llm_local.deps import MetricsDep, ModelDep, SettingsDep
 from llm_local.metrics import Metrics
@@ -22,8 +28,6 @@ from llm_local.schemas import (
     Usage,
 )
 
-# The llm-d gateway's routes (koholint.planning.llm); this server answers all with one model.
-ROUTES = ("vision", "dialog", "puzzle", "state")
 MAX_STOP_STRINGS = 4
 
 router = APIRouter(tags=["openai"])

@@ -4,22 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Path
 from fastapi.responses import PlainTextResponse
 from starlette.concurrency import run_in_threadpool
 
 from koholint.planning.autopilot import AutopilotReport
 from koholint.planning.backends import Decision
-from planner.service import SESSION_PATTERN, AutopilotRequest, DecideRequest, Planner
+from planner.deps import PlannerDep
+from planner.service import SESSION_PATTERN, AutopilotRequest, DecideRequest
 
 router = APIRouter(prefix="/v1", tags=["planner"])
-
-
-def get_planner(request: Request) -> Planner:
-    return request.app.state.planner  # type: ignore[no-any-return]
-
-
-PlannerDep = Annotated[Planner, Depends(get_planner)]
 
 
 @router.post("/decide")

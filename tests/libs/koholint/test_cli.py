@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from koholint.cli import main
-from koholint.states import STATE_NAMES
+from koholint.game.states import STATE_NAMES
 
 
 @pytest.mark.parametrize("policy", ["noop", "random", "explorer"])

@@ -10,8 +10,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from tests.services.env_sim.conftest import running_client
 
-from koholint.emulator import GameBoy
-from koholint.rom import TITLE_START, bundled_cartridge, header_checksum
+from koholint.game.emulator import GameBoy
+from koholint.game.rom import TITLE_START, bundled_cartridge, header_checksum
 
 pytestmark = pytest.mark.anyio
 PROBLEM = "application/problem+json"

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from koholint.clients.env_sim import EnvSimClient, EnvSimError, RemoteEmulator, RemoteEnv
-from koholint.emulator import Emulator
-from koholint.env import ZeldaEnv
+from koholint.env.zelda import ZeldaEnv
+from koholint.game.emulator import Emulator
 
 SESSIONS = 16
 STEPS = 40

@@ -6,11 +6,11 @@ import importlib
 
 from fastapi import FastAPI
 
-from koholint.cli import SERVICES
+from koholint.cli import installed_services
 
 
 def test_cli_serves_llm_local_through_its_factory() -> None:
-    module, _, factory = SERVICES["llm-local"].partition(":")
+    module, _, factory = installed_services()["llm-local"].partition(":")
     assert module == "llm_local.app"
     assert callable(getattr(importlib.import_module(module), factory))
 

@@ -13,7 +13,7 @@ import pytest
 
 from koholint.planning.backends import DialogAnswer
 from koholint.planning.llm import LlmClient, RetryPolicy, RouteSettings
-from koholint.problems import PROBLEM_JSON
+from koholint.web.problems import PROBLEM_JSON
 from llm_local.config import Settings
 from llm_local.routes.chat import ROUTES
 

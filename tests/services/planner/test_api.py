@@ -7,7 +7,7 @@ import base64
 import httpx
 import pytest
 
-from koholint.emulator import Button, GameBoy
+from koholint.game.emulator import Button, GameBoy
 from koholint.planning.view import read_view
 from planner.config import Settings
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from koholint.clients.planner import PlannerClient, PlannerError
-from koholint.env import Action, ZeldaEnv
-from koholint.planning.hybrid import PlannerControlWrapper
+from koholint.env.wrappers import PlannerControlWrapper
+from koholint.env.zelda import Action, ZeldaEnv
 from planner.app import create_app
 from planner.config import Settings
 

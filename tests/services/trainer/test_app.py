@@ -7,9 +7,10 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.services.trainer.test_run import TINY
+from tests.services.trainer.ppo.test_run import TINY
 
-from trainer.app import Settings, create_app
+from trainer.app import create_app
+from trainer.config import Settings
 
 pytestmark = pytest.mark.anyio
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from koholint.emulator import GameBoy
+from koholint.game.emulator import GameBoy
+from koholint.game.ram import RoomFlag
 from koholint.planning.autopilot import Budget, run_autopilot
 from koholint.planning.backends import LlmBackend, RulesBackend
 from koholint.planning.executor import MacroExecutor
@@ -12,7 +13,6 @@ from koholint.planning.llm import LlmClient, RetryPolicy, RouteSettings
 from koholint.planning.macros import AdvanceDialog, Choose, Interact, PushBlock
 from koholint.planning.memory import SessionMemory
 from koholint.planning.view import Situation, read_view
-from koholint.ram import RoomFlag
 
 from .conftest import Reply, ScriptedLlm, answer
 
@@ -156,8 +156,8 @@ def test_memory_is_bounded() -> None:
 
 
 def test_llm_dead_end_push_is_repaired(gameboy: GameBoy, scripted_llm: ScriptedLlm) -> None:
-    from koholint.navigation import Metatile
-    from koholint.ram import RamAddress
+    from koholint.game.navigation import Metatile
+    from koholint.game.ram import RamAddress
 
     gameboy.reset("before_puzzle")
     gameboy.memory[RamAddress.ROOM_OBJECTS + 2 * 16 + 3] = Metatile.FLOOR

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from koholint.emulator import GameBoy
-from koholint.navigation import Metatile
+from koholint.game.emulator import GameBoy
+from koholint.game.navigation import Metatile
+from koholint.game.ram import RamAddress, RoomFlag
 from koholint.planning.executor import MacroExecutor
 from koholint.planning.macros import (
     AdvanceDialog,
@@ -16,7 +17,6 @@ from koholint.planning.macros import (
     UseItem,
 )
 from koholint.planning.view import read_view
-from koholint.ram import RamAddress, RoomFlag
 
 
 @pytest.fixture

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from koholint.emulator import Button, GameBoy
+from koholint.game.emulator import Button, GameBoy
+from koholint.game.ram import RoomFlag
 from koholint.planning.switch import PolicySwitch, classify
 from koholint.planning.view import (
     Situation,
@@ -14,7 +15,6 @@ from koholint.planning.view import (
     puzzle_unsolved,
     read_view,
 )
-from koholint.ram import RoomFlag
 
 PUZZLE = (
     (1, 1, 1, 1, 1, 1, 1, 1, 1, 1),

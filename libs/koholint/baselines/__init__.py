@@ -1,0 +1,1 @@
+"""Scripted and simple policies, the walkthrough recorder, play and trajectories."""

@@ -1,0 +1,1 @@
+"""The Gymnasium environment, its encoding, vector env, wrappers, RND, the archive, export."""

@@ -1,0 +1,191 @@
+"""The 128-float observation vector, every slot documented, every value in [-1, 1].
+
+``SLOTS`` is the one source of the layout: (index, name, source, normalisation).
+``encode(raw)`` fills a float32 vector from a ``RawState``.
+
+Room-object features (neighbours, the tile in front) use the cartridge's metatile ids
+(docs/cartridge.md); on the real DX ROM those slots read LADX object ids and are only
+a rough signal.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from koholint.game.navigation import PICKUPS, SOLID, STAIRS, Metatile
+from koholint.game.ram import ENEMY_TYPES, EntityType
+from koholint.game.state import RawState
+
+OBSERVATION_SIZE = 128
+ENTITY_BASE = 64
+ENTITY_FEATURES = 4
+
+NPC_TYPES = frozenset({EntityType.ELDER, EntityType.SHOPKEEPER})
+
+
+class Slot(NamedTuple):
+    position: int
+    name: str
+    source: str
+    normalisation: str
+
+
+_SCALAR_SLOTS = [
+    ("indoor", "wIsIndoor DBA5", "0 or 1"),
+    ("map_id", "hMapId FFF7 (0 outdoors)", "/255"),
+    ("room_id", "hMapRoom FFF6", "/255"),
+    ("room_row", "hMapRoom FFF6 high nibble", "/15"),
+    ("room_column", "hMapRoom FFF6 low nibble", "/15"),
+    ("link_x", "hLinkPositionX FF98", "/160"),
+    ("link_y", "hLinkPositionY FF99", "/128"),
+    ("link_tile_x", "hLinkPositionX FF98 >> 4", "/9, clipped"),
+    ("link_tile_y", "hLinkPositionY FF99 >> 4", "/7, clipped"),
+    ("facing_right", "hLinkDirection FF9E == 0", "0 or 1"),
+    ("facing_left", "hLinkDirection FF9E == 1", "0 or 1"),
+    ("facing_up", "hLinkDirection FF9E == 2", "0 or 1"),
+    ("facing_down", "hLinkDirection FF9E == 3", "0 or 1"),
+    ("motion_normal", "wLinkMotionState C11C == 0", "0 or 1"),
+    ("motion_map_fade", "wLinkMotionState C11C in (3, 4)", "0 or 1"),
+    ("motion_pass_out", "wLinkMotionState C11C == 7", "0 or 1"),
+    ("in_transition", "wRoomTransitionState C124 != 0", "0 or 1"),
+    ("dialog_open", "wDialogState C19F & 7F != 0", "0 or 1"),
+    ("dialog_printing", "wDialogState C19F & 7F in 1..8", "0 or 1"),
+    ("dialog_waiting", "wDialogState C19F & 7F in (09, 0C)", "0 or 1"),
+    ("dialog_choice", "wDialogState C19F & 7F == 0D", "0 or 1"),
+    ("dialog_selection", "wDialogAskSelectionIndex C177", "clipped to 0..1"),
+    ("mode_title", "wGameplayType DB95 == 00", "0 or 1"),
+    ("mode_world", "wGameplayType DB95 == 0B", "0 or 1"),
+    ("mode_credits", "wGameplayType DB95 == 01 (the win)", "0 or 1"),
+    ("health_fraction", "wHealth DB5A / (8 * wMaxHearts DB5B)", "0..1"),
+    ("max_hearts", "wMaxHearts DB5B", "/14, clipped"),
+    ("health", "wHealth DB5A", "/112, clipped"),
+    ("invincible", "wInvincibilityCounter DBC7 != 0", "0 or 1"),
+    ("rupees", "wRupeeCountHigh/Low DB5D/DB5E (BCD)", "/999"),
+    ("keys", "wDungeonSmallKeys DBD0", "/9, clipped"),
+    ("has_sword", "sword (01) in DB00 or DB01", "0 or 1"),
+    ("sword_in_a", "DB01 == 01", "0 or 1"),
+    ("sword_in_b", "DB00 == 01", "0 or 1"),
+    ("has_instrument", "wHasInstrument1 DB65 bit 1", "0 or 1"),
+    ("kills", "wKillCount DBB5", "/255"),
+    ("deaths", "wDeathCount DB57", "/255"),
+    *[(f"room_flag_{bit}", f"hRoomStatus FFF8 bit {bit}", "0 or 1") for bit in range(8)],
+    *[
+        (
+            f"solid_{name}",
+            f"wRoomObjects D711 at Link's tile + {name}; outside the room counts",
+            "0 or 1",
+        )
+        for name in ("n", "ne", "e", "se", "s", "sw", "w", "nw")
+    ],
+    ("enemy_nearby", "an active enemy in the entity tables", "0 or 1"),
+    ("nearest_enemy_dx", "entity x C200 - Link x, nearest active enemy", "/160, signed"),
+    ("nearest_enemy_dy", "entity y C210 - Link y, nearest active enemy", "/128, signed"),
+    ("enemy_count", "active enemies", "/16"),
+    ("front_npc", "an NPC within 20 px in front of Link", "0 or 1"),
+    ("front_chest", "wRoomObjects tile in front == chest", "0 or 1"),
+    ("front_block", "wRoomObjects tile in front == block", "0 or 1"),
+    ("front_locked_door", "wRoomObjects tile in front == locked door", "0 or 1"),
+    ("front_pickup", "wRoomObjects tile in front is a key, rupee or heart", "0 or 1"),
+    ("front_stairs", "wRoomObjects tile in front is stairs", "0 or 1"),
+    ("front_walkable", "wRoomObjects tile in front is not solid", "0 or 1"),
+]
+_ENTITY_SLOT_DOCS = [
+    ("active", "wEntitiesStatusTable C280 != 0", "0 or 1"),
+    ("enemy", "wEntitiesTypeTable C3A0 is an enemy type", "0 or 1"),
+    ("dx", "wEntitiesPosXTable C200 - Link x", "/160, signed"),
+    ("dy", "wEntitiesPosYTable C210 - Link y", "/128, signed"),
+]
+
+SLOTS: tuple[Slot, ...] = tuple(
+    [Slot(i, name, source, norm) for i, (name, source, norm) in enumerate(_SCALAR_SLOTS)]
+    + [
+        Slot(ENTITY_BASE + ENTITY_FEATURES * entity + k, f"entity_{entity}_{name}", source, norm)
+        for entity in range(16)
+        for k, (name, source, norm) in enumerate(_ENTITY_SLOT_DOCS)
+    ]
+)
+SLOT_INDEX = {slot.name: slot.position for slot in SLOTS}
+if len(_SCALAR_SLOTS) != ENTITY_BASE or len(SLOTS) != OBSERVATION_SIZE:
+    raise RuntimeError("the observation layout must fill exactly 128 slots")
+
+
+def _clip(value: float) -> float:
+    return -1.0 if value < -1.0 else (1.0 if value > 1.0 else value)
+
+
+def _front_npc(raw: RawState) -> float:
+    fx = raw.x + (20, -20, 0, 0)[raw.direction]
+    fy = raw.y + (0, 0, -20, 20)[raw.direction]
+    for slot in range(16):
+        if (
+            raw.entity_status[slot]
+            and raw.entity_type[slot] in NPC_TYPES
+            and abs(raw.entity_x[slot] - fx) < 12
+            and abs(raw.entity_y[slot] - fy) < 12
+        ):
+            return 1.0
+    return 0.0
+
+
+# Lookup tables: one tuple per byte value, so encoding is mostly concatenation.
+_FACING = ((1.0, 0.0, 0.0, 0.0), (0.0, 1.0, 0.0, 0.0), (0.0, 0.0, 1.0, 0.0), (0.0, 0.0, 0.0, 1.0))
+_MOTION = tuple((float(m == 0), float(m in (3, 4)), float(m == 7)) for m in range(256))
+_DIALOG = tuple(
+    (float(d != 0), float(0 < d < 9), float(d in (9, 12)), float(d == 13))
+    for d in (v & 0x7F for v in range(256))
+)
+_MODE = tuple((float(t == 0x00), float(t == 0x0B), float(t == 0x01)) for t in range(256))
+_BITS = tuple(tuple(float(v >> bit & 1) for bit in range(8)) for v in range(256))
+_SOLID = {tile: (1.0 if tile < 0 or tile in SOLID else 0.0) for tile in range(-1, 256)}
+_ENEMY = frozenset(int(kind) for kind in ENEMY_TYPES)
+_NO_ENTITY = (0.0, 0.0, 0.0, 0.0)
+
+
+def encode(raw: RawState) -> np.ndarray:
+    """The observation vector for one frame."""
+    room, x, y, indoor = raw.room, raw.x, raw.y, raw.indoor
+    b_slot, a_slot = raw.inventory
+    max_health = raw.max_hearts * 8
+    front = raw.front
+    tile_x, tile_y = x >> 4, y >> 4
+    values = [
+        1.0 if indoor else 0.0, raw.map_id / 255 if indoor else 0.0, room / 255,
+        (room >> 4) / 15, (room & 15) / 15,
+        x / 160 if x < 160 else 1.0, y / 128 if y < 128 else 1.0,
+        tile_x / 9 if tile_x < 9 else 1.0, tile_y / 7 if tile_y < 7 else 1.0,
+        *_FACING[raw.direction], *_MOTION[raw.motion], 1.0 if raw.transition else 0.0,
+        *_DIALOG[raw.dialog], 1.0 if raw.selection else 0.0, *_MODE[raw.gameplay_type],
+        _clip(raw.health / max_health) if max_health else 0.0, _clip(raw.max_hearts / 14),
+        _clip(raw.health / 112), 1.0 if raw.invincible else 0.0,
+        _clip(raw.rupees / 999), _clip(raw.keys / 9),
+        1.0 if b_slot == 1 or a_slot == 1 else 0.0, 1.0 if a_slot == 1 else 0.0,
+        1.0 if b_slot == 1 else 0.0, 1.0 if raw.instrument else 0.0,
+        raw.kills / 255, raw.deaths / 255, *_BITS[raw.room_status],
+    ]  # fmt: skip
+    values += [_SOLID[tile] for tile in raw.neighbours]
+    enemies = raw.enemies()
+    if enemies:
+        ex, ey = min(enemies, key=lambda e: abs(e[0] - x) + abs(e[1] - y))
+        values += (1.0, _clip((ex - x) / 160), _clip((ey - y) / 128), len(enemies) / 16)
+    else:
+        values += _NO_ENTITY
+    values += (
+        _front_npc(raw), 1.0 if front == Metatile.CHEST else 0.0,
+        1.0 if front == Metatile.BLOCK else 0.0, 1.0 if front == Metatile.LOCKED_DOOR else 0.0,
+        1.0 if front in PICKUPS else 0.0, 1.0 if front in STAIRS else 0.0,
+        1.0 if front >= 0 and front not in SOLID else 0.0,
+    )  # fmt: skip
+    entity_status, entity_type, entity_x, entity_y = (
+        raw.entity_status, raw.entity_type, raw.entity_x, raw.entity_y,
+    )  # fmt: skip
+    for slot in range(16):
+        if entity_status[slot]:
+            values += (
+                1.0, 1.0 if entity_type[slot] in _ENEMY else 0.0,
+                _clip((entity_x[slot] - x) / 160), _clip((entity_y[slot] - y) / 128),
+            )  # fmt: skip
+        else:
+            values += _NO_ENTITY
+    return np.array(values, dtype=np.float32)

@@ -1,0 +1,118 @@
+"""Episode export: segments of N steps (PNG frames, ram.jsonl, manifest) into the object store.
+
+Layout: ``episodes/<run>/<episode>/<segment>/`` with ``frames/<t>.png``, ``ram.jsonl`` (one
+line per step: action, reward and its components, the structured state) and
+``manifest.json`` (``schema_version`` and the sha256 of every file). When a bus is given,
+each written segment is announced on ``koholint.segments`` with its keys.
+
+Export never stalls sampling: ``SegmentRecorder`` hands finished segments to an
+``ExportQueue`` (bounded) whose thread writes them; when the queue is full the segment is
+dropped, counted in ``dropped`` and logged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import queue
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from koholint.bus import STREAM_SEGMENTS, Bus
+from koholint.store import ObjectStore, put_json
+
+EXPORT_SCHEMA_VERSION = 1
+EXPORT_COUNTS = ("written", "dropped", "failed")
+"""What an export queue counts: segments written, dropped (queue full) and failed to write."""
+logger = logging.getLogger("koholint.env.export")
+
+
+@dataclass
+class Segment:
+    run: str
+    episode: str
+    index: int
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    frames: list[bytes] = field(default_factory=list)
+
+    @property
+    def prefix(self) -> str:
+        return f"episodes/{self.run}/{self.episode}/{self.index:05d}"
+
+
+def write_segment(store: ObjectStore, segment: Segment) -> dict[str, Any]:
+    """Write the segment's files and its manifest; returns the manifest."""
+    files: dict[str, bytes] = {}
+    for offset, png in enumerate(segment.frames):
+        files[f"frames/{segment.steps[offset]['t']:06d}.png"] = png
+    files["ram.jsonl"] = "".join(
+        json.dumps(step, separators=(",", ":")) + "\n" for step in segment.steps
+    ).encode()
+    for name, data in files.items():
+        store.put(
+            f"{segment.prefix}/{name}",
+            data,
+            "image/png" if name.endswith(".png") else "application/x-ndjson",
+        )
+    manifest = {
+        "schema_version": EXPORT_SCHEMA_VERSION,
+        "run": segment.run,
+        "episode": segment.episode,
+        "segment": segment.index,
+        "steps": len(segment.steps),
+        "first_step": segment.steps[0]["t"] if segment.steps else None,
+        "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())},
+    }
+    put_json(store, f"{segment.prefix}/manifest.json", manifest)
+    return manifest
+
+
+class ExportQueue:
+    """A bounded queue of segments, written to the store (and announced on the bus) by a thread."""
+
+    def __init__(self, store: ObjectStore, *, bus: Bus | None = None, capacity: int = 16) -> None:
+        self.store = store
+        self.bus = bus
+        self.dropped = 0
+        self.written = 0
+        self.failed = 0
+        self._queue: queue.Queue[Segment | None] = queue.Queue(maxsize=capacity)
+        self._thread = threading.Thread(target=self._drain, name="segment-export", daemon=True)
+        self._thread.start()
+
+    def offer(self, segment: Segment) -> bool:
+        try:
+            self._queue.put_nowait(segment)
+        except queue.Full:
+            self.dropped += 1
+            logger.warning("export queue full: segment dropped", extra={"event": "segment_dropped"})
+            return False
+        return True
+
+    def _drain(self) -> None:
+        while (segment := self._queue.get()) is not None:
+            try:
+                write_segment(self.store, segment)
+                if self.bus is not None:
+                    self.bus.publish(STREAM_SEGMENTS, {
+                        "schema_version": EXPORT_SCHEMA_VERSION, "run": segment.run,
+                        "episode": segment.episode, "segment": segment.index,
+                        "manifest_key": f"{segment.prefix}/manifest.json", "prefix": segment.prefix,
+                    })  # fmt: skip
+                self.written += 1
+            except Exception:
+                self.failed += 1
+                logger.exception("segment export failed", extra={"event": "segment_failed"})
+            finally:
+                self._queue.task_done()
+
+    def flush(self) -> None:
+        """Wait until every queued segment is written."""
+        self._queue.join()
+
+    def close(self) -> None:
+        self.flush()
+        self._queue.put(None)
+        self._thread.join(timeout=30)

@@ -1,0 +1,21 @@
+"""Wrappers of ``koholint/Zelda-v1``, one concern per module, all importable from here."""
+
+from koholint.env.wrappers.curiosity import CuriosityWrapper
+from koholint.env.wrappers.export import SegmentRecorder
+from koholint.env.wrappers.go_explore import (
+    ArchiveSource,
+    Frontier,
+    GoExploreWrapper,
+    LocalArchiveSource,
+)
+from koholint.env.wrappers.planner import PlannerControlWrapper
+
+__all__ = [
+    "ArchiveSource",
+    "CuriosityWrapper",
+    "Frontier",
+    "GoExploreWrapper",
+    "LocalArchiveSource",
+    "PlannerControlWrapper",
+    "SegmentRecorder",
+]

@@ -1,0 +1,472 @@
+"""The Gymnasium environment ``koholint/Zelda-v1``: Link's Awakening (or the cartridge) in PyBoy.
+
+Usage::
+
+    import gymnasium as gym
+    import koholint  # registers the environment
+
+    env = gym.make("koholint/Zelda-v1", frame_skip=4, reward_mode="progress+coverage")
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum
+from pathlib import Path
+from typing import Any, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from koholint.env.encoding import OBSERVATION_SIZE, encode
+from koholint.game.emulator import Button, GameBoy
+from koholint.game.ram import (
+    CARTRIDGE_SEED_ADDRESS,
+    GameplayType,
+    MotionState,
+    RamAddress,
+    RoomFlag,
+)
+from koholint.game.state import RawState, count_visited_rooms
+from koholint.game.states import load_named_state
+
+MAX_FRAME_SKIP = 60
+MAX_EPISODE_STEPS = 10_000_000
+MAX_LATCH_STEPS = 64
+MAX_COVERAGE_BIN = 160
+
+
+class Action(IntEnum):
+    """The discrete action set. Directions are held for the whole step; buttons are pressed
+    for the first half of the step (at least one frame) and released, so that choosing the
+    same button twice presses it twice."""
+
+    NOOP = 0
+    UP = 1
+    DOWN = 2
+    LEFT = 3
+    RIGHT = 4
+    A = 5
+    B = 6
+    START = 7
+    SELECT = 8
+
+
+ACTION_BUTTONS = (
+    Button.NONE, Button.UP, Button.DOWN, Button.LEFT, Button.RIGHT,
+    Button.A, Button.B, Button.START, Button.SELECT,
+)  # fmt: skip
+DIRECTION_ACTIONS = frozenset({Action.UP, Action.DOWN, Action.LEFT, Action.RIGHT})
+REWARD_COMPONENTS = (
+    "new_room",
+    "item",
+    "key",
+    "kill",
+    "win",
+    "rupee",
+    "damage",
+    "death",
+    "coverage",
+)
+EXTRINSIC_COMPONENTS = ("new_room", "item", "key", "kill", "win", "rupee", "damage", "death")
+REWARD_MODES: dict[str, frozenset[str]] = {
+    "sparse": frozenset({"win"}),
+    "progress": frozenset(EXTRINSIC_COMPONENTS),
+    "progress+coverage": frozenset(REWARD_COMPONENTS),
+}
+
+StartState = str | bytes | Callable[[np.random.Generator], bytes] | None
+
+
+class EnvConfigError(ValueError):
+    """An environment setting that cannot work; the message names it and the fix."""
+
+
+@dataclass
+class RewardWeights:
+    """Weight of each reward component (a component counts events or units, see below)."""
+
+    new_room: float = 1.0
+    """per room entered for the first time in the episode"""
+    item: float = 1.0
+    """per item gained (a new inventory item, a heart container)"""
+    key: float = 0.5
+    """per small key gained"""
+    kill: float = 0.25
+    """per enemy defeated (wKillCount); bounded, as beaten rooms stay beaten"""
+    win: float = 10.0
+    """once, when the instrument is taken (the credits start)"""
+    rupee: float = 0.02
+    """per rupee gained (spending is not penalised)"""
+    damage: float = -0.05
+    """per health point lost (8 per heart)"""
+    death: float = -1.0
+    """per death (Link passes out)"""
+    coverage: float = 0.05
+    """per (room, tile bin) cell visited for the first time in the episode"""
+
+
+@dataclass
+class EnvConfig:
+    """Settings of ``koholint/Zelda-v1``; every field can be passed to ``gym.make``."""
+
+    rom: str | None = None
+    """a Game Boy ROM path; None plays the bundled open test cartridge"""
+    start_state: StartState = "start_of_play"
+    """a named save state, state bytes, a callable(rng) -> bytes, or None for power-on"""
+    frame_skip: int = 4
+    """emulator frames per step (1..60)"""
+    sticky_action_probability: float = 0.0
+    """chance, each step, that the previous action repeats instead of the chosen one"""
+    latch_steps: int = 1
+    """a chosen direction is held for this many steps (1 = no latch); actions chosen while
+    latched are ignored (``info['action']`` reports what was applied)"""
+    max_episode_steps: int = 4096
+    """steps before the episode is truncated"""
+    reward_mode: str = "progress+coverage"
+    """which components count: 'sparse' (win only), 'progress', 'progress+coverage'"""
+    reward_weights: RewardWeights = field(default_factory=RewardWeights)
+    coverage_bin: int = 16
+    """side of a coverage cell in pixels (16 = one tile)"""
+    cartridge_seed: int | None = 0
+    """the cartridge's seed byte (C0F0) written at reset; None draws one per reset"""
+    info_state: bool = True
+    """put the structured state (GameState as a dict) in ``info['state']`` every step"""
+
+    def validate(self) -> None:
+        if not 1 <= self.frame_skip <= MAX_FRAME_SKIP:
+            raise EnvConfigError(
+                f"frame_skip={self.frame_skip}: use 1..{MAX_FRAME_SKIP} frames per step (4 is typical)"
+            )
+        if not 0.0 <= self.sticky_action_probability < 1.0:
+            raise EnvConfigError(
+                f"sticky_action_probability={self.sticky_action_probability}: use 0 <= p < 1"
+            )
+        if not 1 <= self.latch_steps <= MAX_LATCH_STEPS:
+            raise EnvConfigError(
+                f"latch_steps={self.latch_steps}: use 1..{MAX_LATCH_STEPS} (1 disables latching)"
+            )
+        if not 1 <= self.max_episode_steps <= MAX_EPISODE_STEPS:
+            raise EnvConfigError(
+                f"max_episode_steps={self.max_episode_steps}: use 1..{MAX_EPISODE_STEPS}"
+            )
+        if self.reward_mode not in REWARD_MODES:
+            raise EnvConfigError(
+                f"reward_mode={self.reward_mode!r}: choose one of {', '.join(REWARD_MODES)}"
+            )
+        if not 1 <= self.coverage_bin <= MAX_COVERAGE_BIN:
+            raise EnvConfigError(
+                f"coverage_bin={self.coverage_bin}: use 1..{MAX_COVERAGE_BIN} pixels"
+            )
+        if self.cartridge_seed is not None and not 0 <= self.cartridge_seed <= 255:
+            raise EnvConfigError(
+                f"cartridge_seed={self.cartridge_seed}: the seed is one byte, 0..255"
+            )
+
+    @classmethod
+    def from_mapping(cls, values: Mapping[str, Any]) -> EnvConfig:
+        """Build from a dict (RLlib's env_config); unknown keys are an error naming them."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(values) - known)
+        if unknown:
+            raise EnvConfigError(f"unknown env settings {unknown}; known: {sorted(known)}")
+        settings = dict(values)
+        weights = settings.get("reward_weights")
+        if isinstance(weights, Mapping):
+            try:
+                settings["reward_weights"] = RewardWeights(**weights)
+            except TypeError as error:
+                raise EnvConfigError(f"reward_weights: {error}") from error
+        return cls(**settings)
+
+
+class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
+    """Link's Awakening in PyBoy, headless and deterministic.
+
+    ## Action Space
+    ``Discrete(9)``: see :class:`Action` (noop, up, down, left, right, A, B, START, SELECT).
+
+    ## Observation Space
+    ``Box(-1, 1, (128,), float32)``: the state vector documented in ``koholint.env.encoding.SLOTS``.
+
+    ## Rewards
+    Components, reported separately in ``info['reward_components']`` and combined with
+    :class:`RewardWeights`: ``new_room``, ``item``, ``key``, ``kill``, ``win``, ``rupee``,
+    ``damage``, ``death`` (extrinsic progress) and ``coverage`` (first visit in the episode of a
+    (room key, tile bin) cell). The reward mode picks which components count.
+
+    ## Episode End
+    Terminated when the instrument is taken (the credits start); truncated after
+    ``max_episode_steps``. Death is not terminal: Link respawns, as in the game.
+
+    ## Info
+    ``state`` (the structured GameState as a dict), ``reward_components``, ``room_key``,
+    ``cell``, ``action`` (the action applied after sticky/latch), ``frame`` (frames since
+    reset), ``rooms`` and ``cells`` (distinct rooms and coverage cells this episode).
+
+    ## Version History
+    * v1: the ``kill`` component (per enemy defeated) in the progress reward modes: the
+      dungeon's key appears only when the key hall's enemies are beaten, and without a
+      reward for that no PPO variant got past it in 1M steps.
+    * v0: initial version.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 60}
+
+    def __init__(
+        self,
+        config: EnvConfig | Mapping[str, Any] | None = None,
+        render_mode: str | None = None,
+        **overrides: Any,
+    ) -> None:
+        if config is None or isinstance(config, Mapping):
+            config = EnvConfig.from_mapping({**dict(config or {}), **overrides})
+        elif overrides:
+            config = dataclasses.replace(config, **overrides)
+        config.validate()
+        if render_mode not in (None, "rgb_array"):
+            raise EnvConfigError(
+                f"render_mode={render_mode!r}: only 'rgb_array' (or None) is supported"
+            )
+        self.config = config
+        self.render_mode = render_mode
+        self.action_space = gym.spaces.Discrete(len(Action))
+        self.observation_space = gym.spaces.Box(-1.0, 1.0, (OBSERVATION_SIZE,), np.float32)
+        self.gameboy = GameBoy(rom=Path(config.rom) if config.rom else None)
+        self._banked = self.gameboy.rom.cgb
+        self._weights = [getattr(config.reward_weights, name) for name in REWARD_COMPONENTS]
+        self._enabled = [name in REWARD_MODES[config.reward_mode] for name in REWARD_COMPONENTS]
+        self._press_frames = max(1, config.frame_skip // 2)
+        self._state_cache: dict[str, bytes] = {}
+        self._raw: RawState | None = None
+        self._steps = 0
+
+    # -- episode ------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode; ``options={'start_state': ...}`` overrides the configured start."""
+        super().reset(seed=seed)
+        start = (options or {}).get("start_state", self.config.start_state)
+        blob = self._start_bytes(start)
+        if blob is None:
+            self.gameboy.close()
+            self.gameboy = GameBoy(rom=Path(self.config.rom) if self.config.rom else None)
+        else:
+            self.gameboy.load_state(blob)
+        if self.gameboy.rom.is_bundled_cartridge:
+            game_seed = self.config.cartridge_seed
+            if game_seed is None:
+                game_seed = int(self.np_random.integers(0, 256))
+            self.gameboy.memory[CARTRIDGE_SEED_ADDRESS] = game_seed
+        raw = self._read()
+        self._steps = 0
+        self._first_frame = self.gameboy.frame
+        self._last_action = Action.NOOP
+        self._latched = Action.NOOP
+        self._latch_left = 0
+        self._rooms: set[tuple[int, int, int]] = set()
+        self._cells: set[tuple[tuple[int, int, int], int, int]] = set()
+        if raw.gameplay_type == GameplayType.WORLD:
+            self._rooms.add(raw.room_key)
+            self._cells.add(self._cell(raw))
+        self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
+        self._raw = raw
+        return encode(raw), self._info(raw, dict.fromkeys(REWARD_COMPONENTS, 0.0), Action.NOOP)
+
+    def _start_bytes(self, start: StartState) -> bytes | None:
+        if start is None:
+            return None
+        if isinstance(start, str):
+            if start not in self._state_cache:
+                self._state_cache[start] = load_named_state(start)
+            return self._state_cache[start]
+        if isinstance(start, bytes | bytearray):
+            return bytes(start)
+        if callable(start):
+            return start(self.np_random)
+        raise EnvConfigError(
+            f"start_state={start!r}: give a state name, state bytes, a callable or None"
+        )
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        previous = self._raw
+        if previous is None:
+            raise gym.error.ResetNeeded("call reset() before step(): the episode has not started")
+        applied = self._resolve_action(action)
+        self._apply(applied)
+        return self._transition(previous, applied)
+
+    def absorb(self) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        """One transition for frames the emulator ran outside ``step`` (the planner's macros):
+        rewards compare the state before them with now, and it counts as one step. Coverage
+        sees only where Link ends up, not the cells walked through on the way."""
+        if self._raw is None:
+            raise gym.error.ResetNeeded("call reset() before absorb()")
+        self._last_action = Action.NOOP
+        return self._transition(self._raw, Action.NOOP)
+
+    def _transition(
+        self, previous: RawState, applied: Action
+    ) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        raw = self._read()
+        self._steps += 1
+        components = self._reward_components(previous, raw)
+        reward = 0.0
+        for value, weight, enabled in zip(
+            components.values(), self._weights, self._enabled, strict=True
+        ):
+            if enabled and value:
+                reward += value * weight
+        self._raw = raw
+        terminated = raw.gameplay_type == GameplayType.CREDITS
+        truncated = not terminated and self._steps >= self.config.max_episode_steps
+        info = self._info(raw, components, applied)
+        if terminated or truncated:
+            info["milestones"] = milestones(self.gameboy.memory, raw)
+        return encode(raw), reward, terminated, truncated, info
+
+    @property
+    def raw_state(self) -> RawState:
+        """What the last reset or step read from RAM."""
+        if self._raw is None:
+            raise gym.error.ResetNeeded("call reset() first")
+        return self._raw
+
+    def sync(self) -> dict[str, Any]:
+        """Re-read the state after the emulator was driven directly (frame-level control);
+        the next step's rewards compare against it. Returns the structured state."""
+        if self._raw is None:
+            raise gym.error.ResetNeeded("call reset() before driving the emulator")
+        self._raw = self._read()
+        return self._raw.to_dict(count_visited_rooms(self.gameboy.memory, self._banked))
+
+    # -- actions ------------------------------------------------------------
+    def _resolve_action(self, action: Any) -> Action:
+        """The action actually applied, after validation, sticky actions and latched holds."""
+        try:
+            index = int(action)
+        except (TypeError, ValueError):
+            raise ValueError(
+                f"action {action!r} is not an integer; use 0..{len(Action) - 1} (koholint.env.zelda.Action)"
+            ) from None
+        if index != action or not 0 <= index < len(Action):
+            raise ValueError(
+                f"action {action!r} is outside Discrete({len(Action)}); use 0..{len(Action) - 1} (koholint.env.zelda.Action)"
+            )
+        chosen = Action(index)
+        config = self.config
+        if (
+            config.sticky_action_probability
+            and self.np_random.random() < config.sticky_action_probability
+        ):
+            chosen = self._last_action
+        if self._latch_left:
+            self._latch_left -= 1
+            chosen = self._latched
+        elif chosen in DIRECTION_ACTIONS and config.latch_steps > 1:
+            self._latched = chosen
+            self._latch_left = config.latch_steps - 1
+        self._last_action = chosen
+        return chosen
+
+    def _apply(self, action: Action) -> None:
+        gameboy, frames = self.gameboy, self.config.frame_skip
+        render = self.render_mode is not None
+        buttons = ACTION_BUTTONS[action]
+        gameboy.hold(buttons)
+        if action in DIRECTION_ACTIONS or action == Action.NOOP or frames == 1:
+            gameboy.tick(frames, render=render)
+            return
+        gameboy.tick(self._press_frames, render=render and self._press_frames == frames)
+        if frames > self._press_frames:
+            gameboy.hold(Button.NONE)
+            gameboy.tick(frames - self._press_frames, render=render)
+
+    # -- observation and reward ----------------------------------------------
+    def _read(self) -> RawState:
+        return RawState(self.gameboy.memory, self._banked)
+
+    def _cell(self, raw: RawState) -> tuple[tuple[int, int, int], int, int]:
+        size = self.config.coverage_bin
+        return (raw.room_key, raw.x // size, raw.y // size)
+
+    def _reward_components(self, before: RawState, after: RawState) -> dict[str, float]:
+        room_key = after.room_key
+        in_world = after.gameplay_type == _WORLD
+        if room_key != before.room_key or before.gameplay_type != after.gameplay_type:
+            self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
+        new_room = coverage = 0.0
+        if in_world and room_key not in self._rooms:
+            self._rooms.add(room_key)
+            new_room = 1.0 if before.gameplay_type == _WORLD else 0.0  # entering play is no room
+        cell = self._cell(after)
+        if in_world and cell not in self._cells:
+            self._cells.add(cell)
+            coverage = 1.0
+        items = _items_held(after) - _items_held(before)
+        return {
+            "new_room": new_room,
+            "item": float(max(items, 0) + max(after.max_hearts - before.max_hearts, 0)),
+            "key": float(max(after.keys - before.keys, 0)),
+            "kill": float(max(after.kills - before.kills, 0)),
+            "win": float(after.gameplay_type == GameplayType.CREDITS != before.gameplay_type),
+            "rupee": float(max(after.rupees - before.rupees, 0)),
+            "damage": float(max(before.health - after.health, 0)),
+            "death": float(after.motion == MotionState.PASS_OUT != before.motion),
+            "coverage": coverage,
+        }
+
+    def _info(self, raw: RawState, components: dict[str, float], action: Action) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "reward_components": components,
+            "room_key": raw.room_key,
+            "cell": self._cell(raw),
+            "action": int(action),
+            "frame": self.gameboy.frame - self._first_frame,
+            "rooms": len(self._rooms),
+            "cells": len(self._cells),
+        }
+        if self.config.info_state:
+            info["state"] = raw.to_dict(self._visited_count)
+        return info
+
+    # -- rest of the gym.Env API ----------------------------------------------
+    def render(self) -> np.ndarray | None:  # type: ignore[override]
+        if self.render_mode != "rgb_array":
+            return None
+        return self.gameboy.screen_rgb()  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        self.gameboy.close()
+
+
+_WORLD = int(GameplayType.WORLD)
+# The cartridge's progress, in route order: (name, room-status address, flag) or a RawState test.
+MILESTONES = ("sword", "puzzle", "dungeon", "key", "instrument")
+_PUZZLE_ROOM_STATUS = RamAddress.OVERWORLD_ROOM_STATUS + 0x01
+_DUNGEON_ENTRANCE_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x10
+_KEY_HALL_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x08
+
+
+def milestones(memory: Any, raw: RawState) -> dict[str, bool]:
+    """Which steps of the cartridge's route this episode's game has reached (the room flags
+    persist in RAM, so a restarted episode reports what its start state had reached too)."""
+    return {
+        "sword": 1 in raw.inventory,
+        "puzzle": bool(memory[_PUZZLE_ROOM_STATUS] & RoomFlag.PUZZLE_SOLVED),
+        "dungeon": bool(memory[_DUNGEON_ENTRANCE_STATUS] & RoomFlag.VISITED),
+        "key": bool(memory[_KEY_HALL_STATUS] & RoomFlag.KEY_TAKEN),
+        "instrument": raw.instrument,
+    }
+
+
+def progress_level(raw: RawState) -> int:
+    """Items held plus small keys: how far along the route a state is, whatever the room."""
+    return _items_held(raw) + int(raw.keys)
+
+
+def _items_held(raw: RawState) -> int:
+    return len({item for item in raw.inventory if item})

@@ -1,0 +1,1 @@
+"""The game: RAM map, ROM checks, the PyBoy adapter, save states, GameState, navigation."""

@@ -1,0 +1,147 @@
+"""Walking the cartridge's rooms: metatile ids, walkability, shortest paths, steering.
+
+Metatile ids are the cartridge's (``cartridge/tools/gfx.py``), read from wRoomObjects.
+Used by the walkthrough recorder, the explorer baseline and, later, the MOVE_TO macro.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from enum import IntEnum
+
+from koholint.game.emulator import Button
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH
+
+
+class Metatile(IntEnum):
+    FLOOR = 0
+    WALL = 1
+    TREE = 2
+    CHEST = 3
+    CHEST_OPEN = 4
+    BLOCK = 5
+    PLATE = 6
+    BLOCK_ON_PLATE = 7
+    GATE = 8
+    LOCKED_DOOR = 9
+    KEY = 10
+    RUPEE = 11
+    HEART = 12
+    STAIRS_DOWN = 13
+    STAIRS_UP = 14
+    INSTRUMENT = 15
+    DUNGEON_FLOOR = 16
+    DUNGEON_WALL = 17
+    WATER = 18
+    SIGN = 19
+
+
+SOLID = frozenset(
+    {
+        Metatile.WALL, Metatile.TREE, Metatile.CHEST, Metatile.CHEST_OPEN, Metatile.BLOCK,
+        Metatile.BLOCK_ON_PLATE, Metatile.GATE, Metatile.LOCKED_DOOR, Metatile.DUNGEON_WALL,
+        Metatile.WATER, Metatile.SIGN,
+    }
+)  # fmt: skip
+# Safe to walk over; stairs and the instrument also are walkable but trigger something.
+WALKABLE = frozenset(
+    {
+        Metatile.FLOOR,
+        Metatile.PLATE,
+        Metatile.KEY,
+        Metatile.RUPEE,
+        Metatile.HEART,
+        Metatile.DUNGEON_FLOOR,
+    }
+)
+PICKUPS = frozenset({Metatile.KEY, Metatile.RUPEE, Metatile.HEART})
+STAIRS = frozenset({Metatile.STAIRS_DOWN, Metatile.STAIRS_UP})
+
+Cell = tuple[int, int]
+STEPS: dict[str, Cell] = {"right": (1, 0), "left": (-1, 0), "up": (0, -1), "down": (0, 1)}
+DIRECTION_BUTTONS = {
+    "right": Button.RIGHT,
+    "left": Button.LEFT,
+    "up": Button.UP,
+    "down": Button.DOWN,
+}
+FACING = {"right": 0, "left": 1, "up": 2, "down": 3}  # hLinkDirection values
+
+
+class NoPathError(RuntimeError):
+    """No walkable path joins the two cells."""
+
+
+def tile_center(tile: int) -> int:
+    return tile * 16 + 8
+
+
+def find_path(
+    tiles: Sequence[Sequence[int]], start: Cell, goal: Cell, allow: frozenset[int] = frozenset()
+) -> list[Cell]:
+    """Breadth-first shortest path over walkable cells (plus `allow`), start and goal included."""
+    previous: dict[Cell, Cell | None] = {start: None}
+    queue = deque([start])
+    while queue:
+        cell = queue.popleft()
+        if cell == goal:
+            break
+        for dx, dy in STEPS.values():
+            nx, ny = cell[0] + dx, cell[1] + dy
+            if not (0 <= nx < ROOM_WIDTH and 0 <= ny < ROOM_HEIGHT) or (nx, ny) in previous:
+                continue
+            if tiles[ny][nx] in WALKABLE or tiles[ny][nx] in allow or (nx, ny) == goal:
+                previous[(nx, ny)] = cell
+                queue.append((nx, ny))
+    if goal not in previous:
+        raise NoPathError(f"no walkable path from {start} to {goal}")
+    path = [goal]
+    while (step := previous[path[-1]]) is not None:
+        path.append(step)
+    return path[::-1]
+
+
+def steer(position: Cell, target: Cell, axis: str, tolerance: int = 0) -> Button:
+    """The d-pad button toward `target`: first align the axis other than `axis`.
+
+    `tolerance` is how far from the target counts as there; with several frames per step,
+    use half the pixels a step moves, or Link overshoots back and forth."""
+    x, y = position
+    tx, ty = target
+    off_x, off_y = abs(tx - x) > tolerance, abs(ty - y) > tolerance
+    if axis == "x" and off_y:
+        return Button.DOWN if ty > y else Button.UP
+    if axis == "y" and off_x:
+        return Button.RIGHT if tx > x else Button.LEFT
+    if off_x:
+        return Button.RIGHT if tx > x else Button.LEFT
+    if off_y:
+        return Button.DOWN if ty > y else Button.UP
+    return Button.NONE
+
+
+def next_step(
+    tiles: Sequence[Sequence[int]],
+    position: Cell,
+    goal: Cell,
+    allow: frozenset[int] = frozenset(),
+    tolerance: int = 0,
+) -> Button:
+    """The d-pad button along the shortest path from pixel `position` to the centre of `goal`."""
+    here = (position[0] // 16, position[1] // 16)
+    path = find_path(tiles, here, goal, allow)
+    if len(path) == 1:
+        return steer(position, (tile_center(goal[0]), tile_center(goal[1])), "x", tolerance)
+    nxt = path[1]
+    axis = "x" if nxt[1] == here[1] else "y"
+    return steer(position, (tile_center(nxt[0]), tile_center(nxt[1])), axis, tolerance)
+
+
+def edge_cells(tiles: Sequence[Sequence[int]], direction: str) -> list[Cell]:
+    """Walkable cells on one edge of the room: where Link can leave in `direction`."""
+    if direction in ("left", "right"):
+        column = 0 if direction == "left" else ROOM_WIDTH - 1
+        return [(column, row) for row in range(ROOM_HEIGHT) if tiles[row][column] in WALKABLE]
+    row = 0 if direction == "up" else ROOM_HEIGHT - 1
+    return [(column, row) for column in range(ROOM_WIDTH) if tiles[row][column] in WALKABLE]

@@ -1,0 +1,1 @@
+"""The one service scaffold: problem+json errors, body limits, metrics, health, telemetry."""

@@ -1,0 +1,112 @@
+"""The one way to build a service: ``create_service_app`` adds what every service has.
+
+Each service's ``create_app()`` opens its clients in a lifespan, then calls this with its
+routers, its metrics registry and a readiness check. It adds the problem+json exception
+handlers, the request-body limit, ``/healthz``, ``/readyz``, ``/metrics`` (the service's
+registry plus the HTTP instrumentator) and tracing when an exporter is configured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Protocol
+
+from fastapi import APIRouter, FastAPI, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from koholint.web.problems import (
+    BodySizeLimitMiddleware,
+    UnavailableError,
+    add_exception_handlers,
+    problem_responses,
+)
+from koholint.web.telemetry import configure_logging, setup_tracing
+
+ReadinessCheck = Callable[[FastAPI], Awaitable[dict[str, str]]]
+"""Awaited by ``/readyz``: returns details when ready, raises ``UnavailableError`` when not."""
+
+
+class ServiceSettings(Protocol):
+    """What the scaffold reads from a service's settings."""
+
+    log_level: str
+
+
+def create_service_app(
+    *,
+    name: str,
+    lifespan: Callable[[FastAPI], AbstractAsyncContextManager[None]],
+    routers: Sequence[APIRouter],
+    registry: CollectorRegistry,
+    max_body_bytes: int,
+    readiness: ReadinessCheck | None = None,
+    tracing_exporter: Any = None,
+    description: str = "",
+) -> FastAPI:
+    """A FastAPI app for the service `name` with the fleet's common routes and middleware."""
+    app = FastAPI(
+        title=f"koholint {name}",
+        version="1.0.0",
+        description=description,
+        lifespan=lifespan,
+        responses=problem_responses(413, 422, 500),
+    )
+    add_exception_handlers(app)
+    app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
+    app.include_router(_health_router(readiness))
+    for router in routers:
+        app.include_router(router)
+    _add_metrics(app, registry)
+    setup_tracing(app, name, tracing_exporter)
+    return app
+
+
+def _health_router(readiness: ReadinessCheck | None) -> APIRouter:
+    router = APIRouter(tags=["health"])
+
+    @router.get("/healthz")
+    async def get_healthz() -> dict[str, str]:
+        """The process is alive."""
+        return {"status": "ok"}
+
+    @router.get("/readyz", responses=problem_responses(503))
+    async def get_readyz(request: Request) -> dict[str, str]:
+        """The service's dependencies answer (503 naming the one that does not)."""
+        details = await readiness(request.app) if readiness else {}
+        return {"status": "ready", **details}
+
+    return router
+
+
+def _add_metrics(app: FastAPI, registry: CollectorRegistry) -> None:
+    from prometheus_fastapi_instrumentator import Instrumentator
+
+    Instrumentator(registry=registry).instrument(app)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def get_metrics() -> Response:
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
+
+
+async def check_in_thread(what: str, check: Callable[[], object]) -> None:
+    """Run a blocking dependency check off the event loop; 503 naming `what` if it fails."""
+    try:
+        await asyncio.to_thread(check)
+    except Exception as error:
+        raise UnavailableError(f"{what} not ready: {error}") from error
+
+
+def service_factory(
+    settings_type: Callable[[], ServiceSettings], create_app: Callable[[Any], FastAPI]
+) -> Callable[[], FastAPI]:
+    """The uvicorn factory of a service: settings from the environment, JSON logs."""
+
+    def main_app() -> FastAPI:
+        settings = settings_type()
+        configure_logging(settings.log_level)
+        return create_app(settings)
+
+    main_app.__doc__ = "Factory for uvicorn: settings from the environment, JSON logs."
+    return main_app

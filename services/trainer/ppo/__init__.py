@@ -1,0 +1,1 @@
+"""The RL job: PPO on RLlib's new API stack, its envs, connectors and callbacks."""

@@ -1,0 +1,1 @@
+"""trainer's HTTP routes, one module per resource."""

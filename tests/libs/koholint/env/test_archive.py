@@ -1,0 +1,89 @@
+"""The Go-Explore archive: best state per cell, weighted restarts, persistence, and real restarts."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from koholint.env.archive import Archive
+from koholint.env.zelda import Action, ZeldaEnv
+from koholint.store import LocalStore
+
+VILLAGE = (0, 0, 0x21)
+
+
+def test_keeps_the_fastest_then_richest_state():
+    archive = Archive()
+    assert archive.observe((VILLAGE, 1, 1, 0), 50, 1.0, lambda: b"slow")
+    assert not archive.observe((VILLAGE, 1, 1, 0), 60, 9.0, lambda: b"slower")
+    assert archive.observe((VILLAGE, 1, 1, 0), 40, 0.5, lambda: b"faster")
+    assert archive.observe((VILLAGE, 1, 1, 0), 40, 2.0, lambda: b"richer")
+    record = archive.cells[(VILLAGE, 1, 1, 0)]
+    assert archive.state(record) == b"richer"
+    assert record.visits == 4
+
+
+def test_the_state_is_taken_only_when_kept():
+    archive = Archive()
+    archive.observe((VILLAGE, 0, 0, 0), 5, 0.0, lambda: b"s")
+    archive.observe(
+        (VILLAGE, 0, 0, 0), 9, 0.0, lambda: pytest.fail("state taken for a worse visit")
+    )
+
+
+def test_selection_favours_rarely_chosen_and_new_cells():
+    archive = Archive()
+    for x in range(10):  # found in order: (VILLAGE, 9, 0, 0) is the newest
+        archive.observe((VILLAGE, x, 0, 0), x + 1, 0.0, lambda: b"s")
+    archive.cells[(VILLAGE, 1, 0, 0)].chosen = 100
+    newest, oldest, worn = (archive.cells[(VILLAGE, x, 0, 0)] for x in (9, 0, 1))
+    assert newest.weight(10) == pytest.approx(1 + 0.5 / 2**0.5 + 2.0)
+    assert oldest.weight(10) == pytest.approx(1 + 0.5 / 2**0.5 + 0.2)
+    assert worn.weight(10) < 0.6 * oldest.weight(10)  # chosen 100 times
+    picks = [archive.select(np.random.default_rng(seed)).cell for seed in range(300)]
+    assert picks.count(newest.cell) > 1.5 * picks.count(oldest.cell)
+    assert newest.chosen == picks.count(newest.cell)
+
+
+def test_empty_archive_cannot_select():
+    with pytest.raises(LookupError, match="empty"):
+        Archive().select(np.random.default_rng(0))
+
+
+def test_persists_and_resumes(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    archive = Archive(store=store, prefix="archives/run-1")
+    archive.observe((VILLAGE, 1, 2, 0), 3, 1.5, lambda: b"state-a")
+    archive.observe(((1, 0, 0x10), 4, 4, 2), 900, 7.0, lambda: b"state-b")
+    archive.select(np.random.default_rng(1))
+    archive.save()
+    resumed = Archive.load(store, "archives/run-1")
+    assert resumed.cells.keys() == archive.cells.keys()
+    record = resumed.cells[((1, 0, 0x10), 4, 4, 2)]
+    assert record.steps == 900
+    assert resumed.state(record) == b"state-b"
+    assert sum(r.chosen for r in resumed.cells.values()) == 1
+    assert len(Archive.load(store, "archives/none")) == 0
+
+
+def test_env_restarts_from_an_archived_cell():
+    """Explore, archive cells with real save states, and start an episode from the frontier."""
+    env = ZeldaEnv()
+    archive = Archive()
+    env.reset(seed=0)
+    for step in range(1, 40):  # into the crossroads, stopping mid-room
+        _, _, _, _, info = env.step(Action.UP)
+        archive.observe((*info["cell"], 0), step, 0.0, env.gameboy.save_state)
+    assert info["room_key"] == (0, 0, 0x11)
+    frontier = max(archive.cells.values(), key=lambda record: record.found_order)
+    env.reset(options={"start_state": archive.state(frontier)})
+    _, _, _, _, info = env.step(Action.NOOP)
+    env.close()
+    assert info["room_key"] == frontier.cell[0]
+
+
+def test_an_archive_of_an_older_trainer_names_the_fix(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    store.put("archives/old/index.json", b'{"schema_version": 1, "cells": []}')
+    with pytest.raises(ValueError, match="another name, or delete archives/old/"):
+        Archive.load(store, "archives/old")

@@ -1,0 +1,98 @@
+"""The lean sampling path: its connectors and module, and RLlib's env runner sampling with it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
+from ray.rllib.core.columns import Columns
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+from ray.rllib.env.single_agent_episode import SingleAgentEpisode
+
+from koholint.env.zelda import ZeldaEnv
+from trainer.ppo.config import TrainConfig
+from trainer.ppo.run import ppo_config
+from trainer.ppo.sampling import LatestObservationsToTensor, LeanPPOModule, SampleCategoricalActions
+
+PLAIN = {"curiosity_weight": 0.0, "archive_restart_every": 0, "export_every_episodes": 0}
+LOGITS = torch.tensor([[0.0, 2.0, -1.0], [3.0, 0.0, 0.0]])
+
+
+def test_latest_observations_are_stacked_into_one_tensor():
+    episodes = []
+    for value in (0.25, -0.5):
+        episode = SingleAgentEpisode()
+        episode.add_env_reset(observation=np.full(4, value, dtype=np.float32))
+        episode.add_env_step(
+            observation=np.full(4, value * 2, dtype=np.float32), action=0, reward=0.0
+        )
+        episodes.append(episode)
+    batch = LatestObservationsToTensor()(batch={}, episodes=episodes, rl_module=None)
+    assert batch[Columns.OBS].dtype == torch.float32
+    assert batch[Columns.OBS].tolist() == [[0.5] * 4, [-1.0] * 4]
+
+
+def test_greedy_actions_and_their_log_probabilities():
+    batch = SampleCategoricalActions()(
+        batch={Columns.ACTION_DIST_INPUTS: LOGITS}, explore=False, episodes=[], rl_module=None
+    )
+    assert batch[Columns.ACTIONS].tolist() == [1, 0]
+    expected = torch.distributions.Categorical(logits=LOGITS).log_prob(torch.tensor([1, 0]))
+    np.testing.assert_allclose(batch[Columns.ACTION_LOGP], expected.numpy(), atol=1e-6)
+    np.testing.assert_array_equal(batch[Columns.ACTION_DIST_INPUTS], LOGITS.numpy())
+
+
+def test_exploring_samples_follow_the_distribution():
+    torch.manual_seed(0)
+    logits = LOGITS[:1].repeat(20_000, 1)
+    batch = SampleCategoricalActions()(
+        batch={Columns.ACTION_DIST_INPUTS: logits}, explore=True, episodes=[], rl_module=None
+    )
+    shares = np.bincount(batch[Columns.ACTIONS], minlength=3) / len(logits)
+    np.testing.assert_allclose(shares, torch.softmax(LOGITS[0], -1).numpy(), atol=0.01)
+    chosen = torch.from_numpy(batch[Columns.ACTIONS])
+    expected = torch.distributions.Categorical(logits=logits).log_prob(chosen)
+    np.testing.assert_allclose(batch[Columns.ACTION_LOGP], expected.numpy(), atol=1e-6)
+
+
+def test_lean_module_computes_what_the_default_module_does():
+    env = ZeldaEnv()
+    settings = {"observation_space": env.observation_space, "action_space": env.action_space,
+                "model_config": {"fcnet_hiddens": [16, 16], "vf_share_layers": False}}  # fmt: skip
+    default, lean = DefaultPPOTorchRLModule(**settings), LeanPPOModule(**settings)
+    lean.load_state_dict(default.state_dict())
+    observations = {Columns.OBS: torch.rand(5, 128)}
+    torch.testing.assert_close(
+        lean.forward_exploration(observations)[Columns.ACTION_DIST_INPUTS],
+        default.forward_exploration(observations)[Columns.ACTION_DIST_INPUTS],
+    )
+    assert lean.training  # the mode was never switched
+    env.close()
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_env_runner_samples_the_same_columns_either_way(lean: bool, tmp_path: Path):
+    config = TrainConfig.from_mapping(
+        {**PLAIN, "lean_sampling": lean, "num_env_runners": 0, "envs_per_env_runner": 3,
+         "episode_length": 20, "store_url": str(tmp_path / "store"), "run_dir": str(tmp_path)},
+        environ={},
+    )  # fmt: skip
+    runner = SingleAgentEnvRunner(config=ppo_config(config, archive_actor=""))
+    episodes = runner.sample(num_timesteps=60, random_actions=False)
+    steps = sum(len(episode) for episode in episodes)
+    assert steps >= 60
+    finished = [episode for episode in episodes if episode.is_done]
+    assert len(finished) >= 3  # 20-step episodes in 3 envs
+    assert {"rooms", "cells", "milestones"} <= set(finished[0].get_infos(-1))
+    for episode in episodes:
+        logits = episode.get_extra_model_outputs(Columns.ACTION_DIST_INPUTS)
+        assert logits.shape == (len(episode), 9)
+        assert np.all(episode.get_extra_model_outputs(Columns.ACTION_LOGP) <= 0)
+        actions = episode.get_actions()
+        assert actions.dtype.kind == "i"
+        assert np.all((actions >= 0) & (actions < 9))
+        assert episode.get_observations().shape == (len(episode) + 1, 128)
+    runner.stop()
