@@ -45,7 +45,7 @@ class RomRegistry:
         return [
             RomInfoModel(
                 id=sha, title=info.title, sha256=sha, size=info.size, cgb=info.cgb, source=source
-            )  # type: ignore[arg-type]
+            )
             for sha, (info, source) in self._roms.items()
         ]
 
