@@ -1,8 +1,10 @@
 """Episode export: segments of N steps (PNG frames, ram.jsonl, manifest) into the object store.
 
 Layout: ``episodes/<run>/<episode>/<segment>/`` with ``frames/<t>.png``, ``ram.jsonl`` (one
-line per step: action, reward and its components, the structured state) and
-``manifest.json`` (``schema_version`` and the sha256 of every file). When a bus is given,
+line per step: action, reward and its components, the observation vector after the step and
+the structured state) and ``manifest.json`` (``schema_version``, the observation's
+``encoder_version`` and the sha256 of every file). ``read_segment`` reads one back, refusing
+versions it does not know. When a bus is given,
 each written segment is announced on ``koholint.segments`` with its keys.
 
 Export never stalls sampling: ``SegmentRecorder`` hands finished segments to an
@@ -21,9 +23,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from koholint.bus import STREAM_SEGMENTS, Bus
+from koholint.reward.features import encoder_version
 from koholint.store import ObjectStore, put_json
 
-EXPORT_SCHEMA_VERSION = 1
+EXPORT_SCHEMA_VERSION = 2
+"""1: no observations; 2: each step's line carries ``observation`` (the 128 floats)."""
 EXPORT_COUNTS = ("written", "dropped", "failed")
 """What an export queue counts: segments written, dropped (queue full) and failed to write."""
 logger = logging.getLogger("koholint.env.export")
@@ -62,11 +66,43 @@ def write_segment(store: ObjectStore, segment: Segment) -> dict[str, Any]:
         "episode": segment.episode,
         "segment": segment.index,
         "steps": len(segment.steps),
+        "encoder_version": encoder_version(),
         "first_step": segment.steps[0]["t"] if segment.steps else None,
         "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())},
     }
     put_json(store, f"{segment.prefix}/manifest.json", manifest)
     return manifest
+
+
+class SegmentFormatError(ValueError):
+    """A stored segment this reader cannot use; the message names the segment and the fix."""
+
+
+@dataclass(frozen=True)
+class StoredSegment:
+    prefix: str
+    manifest: dict[str, Any]
+    steps: list[dict[str, Any]]
+
+
+def read_segment(store: ObjectStore, prefix: str) -> StoredSegment:
+    """The manifest and steps of the segment at `prefix`, its ram.jsonl checked against the
+    manifest's sha256. Refuses export schema versions other than this reader's."""
+    manifest = json.loads(store.get(f"{prefix}/manifest.json"))
+    version = manifest.get("schema_version")
+    if version != EXPORT_SCHEMA_VERSION:
+        raise SegmentFormatError(
+            f"{prefix}: export schema_version {version!r}, this reader knows {EXPORT_SCHEMA_VERSION}"
+            " (version 1 segments carry no observations): re-export with this version of koholint"
+            " or read them with the version that wrote them"
+        )
+    data = store.get(f"{prefix}/ram.jsonl")
+    if hashlib.sha256(data).hexdigest() != manifest.get("files", {}).get("ram.jsonl"):
+        raise SegmentFormatError(
+            f"{prefix}: ram.jsonl does not match the manifest's sha256; re-export it"
+        )
+    steps = [json.loads(line) for line in data.decode().splitlines() if line]
+    return StoredSegment(prefix, manifest, steps)
 
 
 class ExportQueue:

@@ -1,4 +1,7 @@
-"""Export: every N-th episode recorded as segments and handed to the export queue."""
+"""Export: every N-th episode recorded as segments and handed to the export queue.
+
+Each step's line carries the observation vector after the step (the 128 floats the policy
+sees) next to the structured state (export schema version 2)."""
 
 from __future__ import annotations
 
@@ -48,16 +51,20 @@ class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         observation, reward, terminated, truncated, info = self.env.step(action)
         self._t += 1
         if self._segment is not None:
-            self._record(self._segment, action, float(reward), info)
+            self._record(self._segment, action, float(reward), observation, info)
             if terminated or truncated:
                 self._finish()
         return observation, reward, terminated, truncated, info
 
-    def _record(self, segment: Segment, action: Any, reward: float, info: dict[str, Any]) -> None:
+    def _record(self, segment: Segment, action: Any, reward: float, observation: np.ndarray,
+                info: dict[str, Any]) -> None:  # fmt: skip
         game = self.env.unwrapped
         state = info.get("state") or game.sync()  # type: ignore[attr-defined]
+        # The observation after the step, exactly as the policy sees it (float32 -> JSON float
+        # round-trips exactly): the reward model learns from the features the shaping applies to.
         segment.steps.append({"t": self._t, "action": int(action), "applied_action": info.get("action"),
                               "reward": reward, "reward_components": info.get("reward_components", {}),
+                              "observation": np.asarray(observation, np.float32).tolist(),
                               "state": state})  # fmt: skip
         if self.frames:
             segment.frames.append(encode_png(game.gameboy.screen_rgb()))  # type: ignore[attr-defined]

@@ -5,9 +5,16 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from koholint.bus import STREAM_SEGMENTS, MemoryBus
-from koholint.env.export import ExportQueue, Segment
+from koholint.env.export import (
+    EXPORT_SCHEMA_VERSION,
+    ExportQueue,
+    Segment,
+    SegmentFormatError,
+    read_segment,
+)
 from koholint.env.wrappers import SegmentRecorder
 from koholint.env.zelda import ZeldaEnv
 from koholint.game.state import GameState
@@ -31,7 +38,7 @@ def test_recorded_episode_lands_in_the_store_with_a_manifest(tmp_path: Path):
     manifests = [key for key in store.list("episodes/run-1/") if key.endswith("manifest.json")]
     assert len(manifests) == 3  # 20 + 20 + 10 steps
     manifest = json.loads(store.get(manifests[0]))
-    assert manifest["schema_version"] == 1
+    assert manifest["schema_version"] == EXPORT_SCHEMA_VERSION == 2
     prefix = manifests[0].rsplit("/", 1)[0]
     for name, digest in manifest["files"].items():
         assert hashlib.sha256(store.get(f"{prefix}/{name}")).hexdigest() == digest
@@ -73,3 +80,49 @@ def test_a_full_queue_drops_and_counts(tmp_path: Path):
     assert results[0] is True
     assert exporter.dropped >= 3
     exporter.close()
+
+
+def test_steps_carry_the_observation_the_policy_saw(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    exporter = ExportQueue(store)
+    env = SegmentRecorder(
+        ZeldaEnv(max_episode_steps=12),
+        exporter,
+        run="obs",
+        every=1,
+        segment_steps=100,
+        frames=False,
+    )
+    env.reset(seed=0)
+    seen = []
+    for action in [4, 4, 1, 1, 3, 3, 2, 2, 5, 0, 0, 4]:
+        observation, *_ = env.step(action)
+        seen.append(observation)
+    env.close()
+    exporter.close()
+    (manifest_key,) = [k for k in store.list("episodes/obs/") if k.endswith("manifest.json")]
+    segment = read_segment(store, manifest_key.rsplit("/", 1)[0])
+    stored = np.array([step["observation"] for step in segment.steps], dtype=np.float32)
+    assert stored.shape == (12, 128)
+    np.testing.assert_array_equal(stored, np.stack(seen))  # exact: float32 round-trips
+    assert segment.manifest["encoder_version"].startswith("obs128-")
+
+
+def test_reader_refuses_an_unknown_schema_version_naming_the_fix(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    store.put("episodes/r/e/00000/ram.jsonl", b"{}\n")
+    store.put(
+        "episodes/r/e/00000/manifest.json",
+        json.dumps({"schema_version": 1, "files": {}}).encode(),
+    )
+    with pytest.raises(SegmentFormatError, match="re-export"):
+        read_segment(store, "episodes/r/e/00000")
+
+
+def test_reader_refuses_a_ram_file_that_does_not_match_the_manifest(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    store.put("episodes/r/e/00000/ram.jsonl", b"{}\n")
+    manifest = {"schema_version": EXPORT_SCHEMA_VERSION, "files": {"ram.jsonl": "0" * 64}}
+    store.put("episodes/r/e/00000/manifest.json", json.dumps(manifest).encode())
+    with pytest.raises(SegmentFormatError, match="sha256"):
+        read_segment(store, "episodes/r/e/00000")
