@@ -157,17 +157,19 @@ def cmd_cartridge_record(args: argparse.Namespace) -> int:
 
 def cmd_schemas_export(args: argparse.Namespace) -> int:
     from koholint.game.state import game_state_schema_json, schema_path
+    from koholint.schemas.evaluator import schema_files as score_schema_files
 
-    path, text = schema_path(), game_state_schema_json()
-    if args.check:
-        if path.read_text() != text:
+    stale = 0
+    for path, text in [(schema_path(), game_state_schema_json()), *score_schema_files()]:
+        if not args.check:
+            path.write_text(text)
+            print(f"wrote {path}")
+        elif not path.is_file() or path.read_text() != text:
             print(f"{path} is stale: run `koholint schemas export`", file=sys.stderr)
-            return 1
-        print(f"{path} is up to date")
-        return 0
-    path.write_text(text)
-    print(f"wrote {path}")
-    return 0
+            stale += 1
+        else:
+            print(f"{path} is up to date")
+    return 1 if stale else 0
 
 
 SERVICE_GROUP = "koholint.services"
@@ -281,7 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schemas = commands.add_parser("schemas", help="JSON Schemas of the wire contracts")
     export = schemas.add_subparsers(dest="schemas_command", required=True).add_parser(
-        "export", help="write the GameState JSON Schema into the package"
+        "export", help="write the JSON Schemas (GameState, score records) into the package"
     )
     export.add_argument(
         "--check", action="store_true", help="fail if the checked-in schema is stale"

@@ -1,0 +1,170 @@
+"""The evaluator's wire contracts: a judge's verdict, the score record, the ``koholint.scores`` event.
+
+A score record is one line of a JSONL batch file under ``scores/<run>/batches/`` in the object
+store (never rewritten); the event on ``koholint.scores`` names the batch file and the records
+in it. The reward model reads these: field names are stable, changes bump
+``SCORE_SCHEMA_VERSION``. The JSON Schema is checked in (``schemas/score_record.schema.json``,
+regenerate with ``koholint schemas export``).
+
+    record = ScoreRecord.model_validate_json(line)
+    event = ScoresEvent.model_validate(message.payload)
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCORE_SCHEMA_VERSION: Literal[1] = 1
+LABELS = ("progress", "exploring", "stuck", "backtracking", "dying")
+"""What a segment was, as a judge sees it; a closed set."""
+Label = Literal["progress", "exploring", "stuck", "backtracking", "dying"]
+JUDGES = ("progress", "state", "vision")
+"""The judges, in order of authority: a tie between judges' labels goes to the first of them."""
+JudgeName = Literal["vision", "state", "progress"]
+JUDGE_ROUTES: dict[str, str] = {"vision": "vision", "state": "state", "progress": "puzzle"}
+"""The gateway route each judge asks (the progress judge is the big reasoning model)."""
+SampleOutcome = Literal["valid", "repaired", "rejected", "unavailable", "circuit_open"]
+AbstainReason = Literal["rejected", "unavailable", "no_vision", "not_configured"]
+MAX_EVENTS = 16
+MAX_RECORDS_PER_EVENT = 256
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Verdict(_Model):
+    """What one judge answers about one segment (sent as the `response_format` json_schema)."""
+
+    score: int = Field(ge=0, le=10, description="how good the segment was, 0 (worst) to 10")
+    label: Label = Field(description="what the segment was")
+    events: list[str] = Field(
+        max_length=MAX_EVENTS, description="what the judge saw happen, a few words each"
+    )
+    rationale: str = Field(max_length=300, description="one line: why this score")
+
+
+class SampleAnswer(_Model):
+    """One of a judge's M answers, asked with its own seed."""
+
+    seed: int
+    outcome: SampleOutcome
+    verdict: Verdict | None = Field(None, description="set when the outcome is valid or repaired")
+    error: str | None = Field(None, max_length=1000, description="why there is no verdict")
+    latency_ms: float = Field(ge=0)
+    attempts: int = Field(0, ge=0, description="HTTP attempts (0 for the rules backend)")
+
+
+class JudgeResult(_Model):
+    """A judge's vote: the majority label and the median score of its valid answers."""
+
+    judge: JudgeName
+    route: str
+    model: str = Field(description="the model behind the route, or 'rules' for the rules backend")
+    samples: list[SampleAnswer]
+    label: Label | None = Field(None, description="majority label; None when it abstained")
+    score: float | None = Field(None, ge=0, le=10, description="median score of valid answers")
+    abstained: bool
+    abstain_reason: AbstainReason | None = None
+    abstain_detail: str | None = Field(None, max_length=1000)
+
+
+class Abstention(_Model):
+    judge: JudgeName
+    reason: AbstainReason
+    detail: str = Field(max_length=1000)
+
+
+class SegmentFacts(_Model):
+    """The RAM trajectory of a segment condensed: what the text judges are told."""
+
+    steps: int = Field(ge=0)
+    first_step: int | None = None
+    rooms_entered: int = Field(ge=0, description="room changes within the segment")
+    new_rooms: int = Field(ge=0, description="rooms_visited gained (never seen before)")
+    distinct_rooms: int = Field(ge=0)
+    revisits: int = Field(ge=0, description="entries into a room already seen in this segment")
+    items_gained: list[str]
+    keys_delta: int
+    health_start: int = Field(ge=0)
+    health_end: int = Field(ge=0)
+    health_lost: int = Field(ge=0)
+    kills: int = Field(ge=0)
+    deaths: int = Field(ge=0)
+    dialogs_opened: int = Field(ge=0)
+    choices_shown: int = Field(ge=0)
+    rupees_delta: int
+    instrument_taken: bool
+    won: bool = Field(description="the credits were reached")
+    tiles_moved: int = Field(ge=0, description="steps on which Link's tile changed")
+    reward_total: float
+
+
+class Timings(_Model):
+    load_ms: float = Field(ge=0, description="manifest, re-hash and RAM facts")
+    judges_ms: float = Field(ge=0, description="wall time of all judges' answers")
+    total_ms: float = Field(ge=0)
+
+
+class ScoreRecord(_Model):
+    """The ensemble's score of one exported segment, with every judge's and sample's answer."""
+
+    schema_version: Literal[1] = 1
+    record_key: str = Field(description="sha256 of prefix + judge_config_hash: one record per key")
+    prefix: str = Field(description="episodes/<run>/<episode>/<segment>")
+    run: str
+    episode: str
+    segment: int = Field(ge=0)
+    manifest_sha256: str
+    backend: Literal["rules", "local", "llm-d"]
+    judge_config_hash: str = Field(description="backend, models, prompts, M, seeds")
+    prompt_hash: str = Field(description="sha256 of the judges' prompt templates")
+    models: dict[str, str] = Field(description="judge -> model name")
+    samples_per_judge: int = Field(ge=1)
+    seeds: list[int] = Field(description="the seeds each judge was asked with, in order")
+    label: Label | None = Field(None, description="majority across judges; None if all abstained")
+    score: float | None = Field(None, ge=0, le=10, description="mean of the judges' scores")
+    judges: list[JudgeResult]
+    abstentions: list[Abstention]
+    facts: SegmentFacts
+    timings: Timings
+    scored_at: float = Field(description="unix time")
+
+
+class ScoredSegment(_Model):
+    prefix: str
+    record_key: str
+    label: Label | None
+    score: float | None
+
+
+class ScoresEvent(_Model):
+    """The ``koholint.scores`` message: a batch file was written; its records' keys."""
+
+    schema_version: Literal[1] = 1
+    run: str
+    scores_key: str = Field(description="the JSONL batch file in the object store")
+    judge_config_hash: str
+    backend: str
+    records: list[ScoredSegment] = Field(max_length=MAX_RECORDS_PER_EVENT)
+    kappa: float | None = Field(
+        None, description="Fleiss' kappa of the judges' labels in the batch"
+    )
+
+
+def schema_files() -> list[tuple[Path, str]]:
+    """(checked-in path, current text) of the ScoreRecord and ScoresEvent JSON Schemas."""
+    folder = Path(str(resources.files("koholint") / "schemas"))
+    return [
+        (folder / "score_record.schema.json", _schema_text(ScoreRecord)),
+        (folder / "scores_event.schema.json", _schema_text(ScoresEvent)),
+    ]
+
+
+def _schema_text(model: type[BaseModel]) -> str:
+    return json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n"
