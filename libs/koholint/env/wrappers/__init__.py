@@ -9,6 +9,8 @@ from koholint.env.wrappers.go_explore import (
     LocalArchiveSource,
 )
 from koholint.env.wrappers.planner import PlannerControlWrapper
+from koholint.env.wrappers.positions import PositionPublisher, PositionPublisherWrapper
+from koholint.env.wrappers.shaping import Potential, RewardModelPotential, ShapingWrapper
 
 __all__ = [
     "ArchiveSource",
@@ -17,5 +19,10 @@ __all__ = [
     "GoExploreWrapper",
     "LocalArchiveSource",
     "PlannerControlWrapper",
+    "PositionPublisher",
+    "PositionPublisherWrapper",
+    "Potential",
+    "RewardModelPotential",
     "SegmentRecorder",
+    "ShapingWrapper",
 ]

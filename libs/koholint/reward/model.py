@@ -1,0 +1,212 @@
+"""R_phi in numpy, and the stored versions: written, read back and verified.
+
+The trainer's envs apply R_phi once per step, where torch's per-call overhead would cost ~10x
+the arithmetic (as for the RND, ``koholint.env.rnd``): inference here is numpy only. The
+reward-model service trains with torch and hands the layers over as arrays.
+
+A version is refused (``RewardModelError``, naming the fix) when a file is missing, its
+sha256 does not match the card's, its ``schema_version`` is unknown, a weight is NaN or inf,
+the layers do not fit together, or its encoder version is not the env's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import time
+from dataclasses import dataclass
+
+import numpy as np
+from pydantic import ValidationError
+
+from koholint.schemas.reward_model import (
+    REWARD_MODEL_SCHEMA_VERSION,
+    LatestPointer,
+    RewardModelCard,
+)
+from koholint.store import ObjectNotFoundError, ObjectStore, StoreError, put_json
+
+PREFIX = "reward-models"
+LATEST_KEY = f"{PREFIX}/latest.json"
+WEIGHTS_FILE = "weights.npz"
+CARD_FILE = "model.json"
+
+
+class RewardModelError(ValueError):
+    """A reward model that cannot be used; the message names the version and the fix."""
+
+
+@dataclass(frozen=True)
+class RewardFunction:
+    """R_phi: a ReLU MLP over observation vectors, as (weight, bias) pairs of numpy arrays.
+
+    ``normalised`` subtracts the training mean and divides by the training std, so that a
+    shaping scale means the same thing for every version."""
+
+    layers: tuple[tuple[np.ndarray, np.ndarray], ...]
+    output_mean: float = 0.0
+    output_std: float = 1.0
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        """Raw R_phi of each row of `observations` (n, size) -> (n,)."""
+        hidden = np.asarray(observations, np.float32)
+        for index, (weight, bias) in enumerate(self.layers):
+            hidden = hidden @ weight + bias
+            if index < len(self.layers) - 1:
+                hidden = np.maximum(hidden, 0.0)
+        return hidden[:, 0]
+
+    def normalised(self, observations: np.ndarray) -> np.ndarray:
+        return (self(observations) - self.output_mean) / self.output_std
+
+    @property
+    def observation_size(self) -> int:
+        return int(self.layers[0][0].shape[0])
+
+
+@dataclass(frozen=True)
+class LoadedRewardModel:
+    card: RewardModelCard
+    function: RewardFunction
+
+    @property
+    def version(self) -> str:
+        return self.card.version
+
+
+def new_version(now: float | None = None) -> str:
+    """``rm-YYYYMMDD-HHMMSS-<6 hex>``: sorts by time, unique across replicas."""
+    now = time.time() if now is None else now
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.gmtime(now))
+    return f"rm-{stamp}-{hashlib.sha256(f'{now}{time.perf_counter_ns()}'.encode()).hexdigest()[:6]}"
+
+
+def weights_bytes(function: RewardFunction) -> bytes:
+    arrays = {}
+    for index, (weight, bias) in enumerate(function.layers):
+        arrays[f"weight_{index}"] = np.asarray(weight, np.float32)
+        arrays[f"bias_{index}"] = np.asarray(bias, np.float32)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
+    return buffer.getvalue()
+
+
+def publish(store: ObjectStore, card: RewardModelCard, function: RewardFunction) -> None:
+    """Write the weights, then the card, then move the latest pointer: a reader that finds
+    the pointer finds a complete version."""
+    data = weights_bytes(function)
+    if hashlib.sha256(data).hexdigest() != card.weights_sha256:
+        raise RewardModelError(f"{card.version}: card's weights_sha256 is not the weights' sha256")
+    store.put(f"{PREFIX}/{card.version}/{WEIGHTS_FILE}", data)
+    put_json(store, f"{PREFIX}/{card.version}/{CARD_FILE}", card.model_dump(mode="json"))
+    put_json(store, LATEST_KEY, LatestPointer(version=card.version).model_dump(mode="json"))
+
+
+def latest_version(store: ObjectStore) -> str | None:
+    """The version the latest pointer names, or None when nothing was published."""
+    try:
+        document = json.loads(store.get(LATEST_KEY))
+    except ObjectNotFoundError:
+        return None
+    try:
+        return LatestPointer.model_validate(document).version
+    except ValidationError as error:
+        raise RewardModelError(
+            f"{LATEST_KEY} is not a pointer this reader knows ({error.errors()[0]['msg']}); "
+            "republish a version (POST /v1/train) to rewrite it"
+        ) from None
+
+
+def list_versions(store: ObjectStore) -> list[str]:
+    """Every version with a card in the store, oldest first (names sort by time)."""
+    suffix = f"/{CARD_FILE}"
+    return sorted(
+        key[len(PREFIX) + 1 : -len(suffix)]
+        for key in store.list(f"{PREFIX}/")
+        if key.endswith(suffix) and key.count("/") == 2
+    )
+
+
+def read_card(store: ObjectStore, version: str) -> RewardModelCard:
+    key = f"{PREFIX}/{version}/{CARD_FILE}"
+    document = _read_json(store, key, version)
+    found = document.get("schema_version")
+    if found != REWARD_MODEL_SCHEMA_VERSION:
+        raise RewardModelError(
+            f"{version}: {CARD_FILE} has schema_version {found!r}, this reader knows "
+            f"{REWARD_MODEL_SCHEMA_VERSION}; upgrade koholint or retrain the model with this version"
+        )
+    try:
+        return RewardModelCard.model_validate(document)
+    except ValidationError as error:
+        raise RewardModelError(
+            f"{version}: {CARD_FILE} is invalid ({error.errors()[0]['loc']}: "
+            f"{error.errors()[0]['msg']}); retrain the model"
+        ) from None
+
+
+def load_version(
+    store: ObjectStore, version: str, *, expected_encoder: str | None = None
+) -> LoadedRewardModel:
+    """Read and verify a version (see the module docstring for what is refused)."""
+    card = read_card(store, version)
+    if expected_encoder is not None and card.encoder_version != expected_encoder:
+        raise RewardModelError(
+            f"{version} was trained on encoder {card.encoder_version}, this env encodes "
+            f"{expected_encoder}: retrain the reward model on segments exported by this env"
+        )
+    data = _read(store, f"{PREFIX}/{version}/{WEIGHTS_FILE}", version)
+    if hashlib.sha256(data).hexdigest() != card.weights_sha256:
+        raise RewardModelError(
+            f"{version}: {WEIGHTS_FILE} does not match the card's sha256; the version is "
+            "corrupt: delete it and retrain"
+        )
+    function = _function_from(data, card, version)
+    return LoadedRewardModel(card, function)
+
+
+def _function_from(data: bytes, card: RewardModelCard, version: str) -> RewardFunction:
+    with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+        count = len(arrays.files) // 2
+        try:
+            layers = tuple(
+                (arrays[f"weight_{index}"], arrays[f"bias_{index}"]) for index in range(count)
+            )
+        except KeyError as error:
+            raise RewardModelError(f"{version}: {WEIGHTS_FILE} lacks {error}; retrain") from None
+    if not all(np.isfinite(w).all() and np.isfinite(b).all() for w, b in layers):
+        raise RewardModelError(f"{version}: weights hold NaN or inf; refused, retrain the model")
+    widths = [card.observation_size, *card.hidden_sizes, 1]
+    shapes = [(w.shape, b.shape) for w, b in layers]
+    if shapes != [((widths[i], widths[i + 1]), (widths[i + 1],)) for i in range(len(widths) - 1)]:
+        raise RewardModelError(
+            f"{version}: layer shapes {shapes} do not match the card's sizes {widths}; retrain"
+        )
+    if not (np.isfinite(card.output_mean) and np.isfinite(card.output_std)):
+        raise RewardModelError(f"{version}: output statistics are not finite; retrain")
+    return RewardFunction(layers, card.output_mean, card.output_std)
+
+
+def _read(store: ObjectStore, key: str, version: str) -> bytes:
+    try:
+        return store.get(key)
+    except ObjectNotFoundError:
+        raise RewardModelError(
+            f"{version}: {key} is missing; the version is incomplete: delete "
+            f"{PREFIX}/{version}/ and retrain"
+        ) from None
+    except StoreError as error:
+        raise RewardModelError(
+            f"{version}: {error}; check the store, or delete and retrain"
+        ) from None
+
+
+def _read_json(store: ObjectStore, key: str, version: str) -> dict[str, object]:
+    try:
+        document = json.loads(_read(store, key, version))
+    except json.JSONDecodeError as error:
+        raise RewardModelError(f"{version}: {key} is not JSON ({error}); retrain") from None
+    if not isinstance(document, dict):
+        raise RewardModelError(f"{version}: {key} is not a JSON object; retrain")
+    return document

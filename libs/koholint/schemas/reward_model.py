@@ -1,0 +1,105 @@
+"""The reward model's wire contracts: a stored version's card, the ``koholint.reward-models``
+event, and the service's request and response bodies (API v1).
+
+A version lives under ``reward-models/<version>/`` in the object store: ``weights.npz`` (the
+MLP's layers, numpy) and ``model.json`` (a ``RewardModelCard``: the encoder version it was
+trained on, the pairs, the held-out accuracy, the sha256 of the weights). The newest published
+version is named by ``reward-models/latest.json`` (a ``LatestPointer``).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+REWARD_MODEL_SCHEMA_VERSION: Literal[1] = 1
+VERSION_PATTERN = r"^rm-[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$"
+MAX_SCORE_OBSERVATIONS = 4096
+OBSERVATION_SIZE = 128
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RewardModelCard(_Model):
+    """``model.json`` of a stored version: what it was trained on and how well it did."""
+
+    schema_version: Literal[1] = REWARD_MODEL_SCHEMA_VERSION
+    version: str = Field(pattern=VERSION_PATTERN)
+    created_at: float = Field(description="unix time")
+    encoder_version: str = Field(description="the observation layout it was trained on")
+    observation_size: int = Field(ge=1)
+    hidden_sizes: list[int] = Field(min_length=1, max_length=8)
+    reduction: Literal["mean"] = Field(
+        "mean", description="a segment's reward is the mean of R_phi over its steps"
+    )
+    output_mean: float = Field(description="mean of R_phi over the training steps")
+    output_std: float = Field(gt=0, description="std of R_phi over the training steps")
+    pairs: int = Field(ge=0, description="training pairs")
+    heldout_pairs: int = Field(ge=0)
+    heldout_accuracy: float = Field(ge=0, le=1)
+    segments: int = Field(ge=0, description="scored segments the pairs were drawn from")
+    epochs: int = Field(ge=0, description="epochs trained before early stopping")
+    seed: int
+    weights_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    source_scores: list[str] = Field(
+        default_factory=list, description="record keys of the scores the pairs came from"
+    )
+
+
+class LatestPointer(_Model):
+    schema_version: Literal[1] = REWARD_MODEL_SCHEMA_VERSION
+    version: str = Field(pattern=VERSION_PATTERN)
+
+
+class RewardModelEvent(_Model):
+    """The ``koholint.reward-models`` message: a version was published."""
+
+    schema_version: Literal[1] = REWARD_MODEL_SCHEMA_VERSION
+    version: str = Field(pattern=VERSION_PATTERN)
+    prefix: str = Field(description="reward-models/<version>")
+    encoder_version: str
+    heldout_accuracy: float = Field(ge=0, le=1)
+
+
+class TrainRequest(_Model):
+    reason: str = Field("asked", max_length=200, description="recorded in the status")
+
+
+TrainOutcomeState = Literal["published", "refused", "skipped"]
+
+
+class TrainStatus(_Model):
+    """What the last training attempt did; `detail` says why when nothing was published."""
+
+    state: TrainOutcomeState
+    detail: str
+    version: str | None = None
+    pairs: int = Field(0, ge=0)
+    heldout_accuracy: float | None = None
+    seconds: float = Field(0.0, ge=0)
+
+
+class ModelList(_Model):
+    models: list[RewardModelCard]
+    last_training: TrainStatus | None = None
+    segments: int = Field(ge=0, description="scored segments in the preference dataset")
+
+
+class ScoreRequest(_Model):
+    observations: list[list[float]] = Field(
+        min_length=1,
+        max_length=MAX_SCORE_OBSERVATIONS,
+        description=f"observation vectors of {OBSERVATION_SIZE} floats each",
+    )
+    version: str | None = Field(
+        None, pattern=VERSION_PATTERN, description="a stored version; none = the latest"
+    )
+
+
+class ScoreResponse(_Model):
+    version: str
+    rewards: list[float] = Field(description="R_phi of each observation (raw, before scaling)")
+    segment_reward: float = Field(description="their mean: the reward of them as one segment")
