@@ -21,6 +21,9 @@ from typing import Any, Protocol
 STREAM_SEGMENTS = "koholint.segments"
 STREAM_SCORES = "koholint.scores"
 STREAM_REWARD_MODELS = "koholint.reward-models"
+# Live positions for the console: capped (oldest trimmed) and lossy by design.
+STREAM_POSITIONS = "koholint.positions"
+POSITIONS_MAX_LENGTH = 10_000
 DEAD_LETTER_SUFFIX = ".dead"
 MAX_MESSAGE_BYTES = 64 * 1024
 PAYLOAD_FIELD = "payload"
