@@ -10,7 +10,6 @@ from koholint.env.wrappers.go_explore import (
 )
 from koholint.env.wrappers.planner import PlannerControlWrapper
 from koholint.env.wrappers.positions import PositionPublisher, PositionPublisherWrapper
-from koholint.env.wrappers.positions import PositionPublisher, PositionPublisherWrapper
 from koholint.env.wrappers.shaping import Potential, RewardModelPotential, ShapingWrapper
 
 __all__ = [
@@ -20,8 +19,6 @@ __all__ = [
     "GoExploreWrapper",
     "LocalArchiveSource",
     "PlannerControlWrapper",
-    "PositionPublisher",
-    "PositionPublisherWrapper",
     "PositionPublisher",
     "PositionPublisherWrapper",
     "Potential",
