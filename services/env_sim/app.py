@@ -53,6 +53,10 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
         tracing_exporter=span_exporter or settings.tracing_exporter,
+        schema_limits={
+            "StepsRequest": {"actions": {"maxItems": settings.max_batch}},
+            "SessionSettings": {"frame_skip": {"maximum": settings.max_frame_skip}},
+        },
     )
 
     @app.exception_handler(StoreError)

@@ -7,6 +7,9 @@ import os
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from koholint.env.zelda import MAX_FRAME_SKIP
+from koholint.schemas.env_sim import MAX_BATCH
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_ENV_SIM_", extra="ignore")
@@ -15,8 +18,8 @@ class Settings(BaseSettings):
     session_ttl_seconds: float = Field(
         600.0, gt=0, description="idle sessions are evicted after this"
     )
-    max_batch: int = Field(256, ge=1, le=10_000, description="actions per POST .../steps")
-    max_frame_skip: int = Field(60, ge=1, le=60)
+    max_batch: int = Field(256, ge=1, le=MAX_BATCH, description="actions per POST .../steps")
+    max_frame_skip: int = Field(MAX_FRAME_SKIP, ge=1, le=MAX_FRAME_SKIP)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, description="request body limit")
     max_state_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="uploaded save-state limit")
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=256)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import json
 import logging
 import threading
@@ -23,6 +24,7 @@ import numpy as np
 
 from env_sim.metrics import Metrics
 from koholint.env.zelda import ZeldaEnv
+from koholint.game.emulator import GameBoy
 from koholint.game.png import encode_png
 from koholint.game.savestate import SaveStateError, unpack_state
 from koholint.game.state import GameState
@@ -99,6 +101,8 @@ class SessionManager:
 
     @staticmethod
     def _make_env(settings: SessionSettings, rom_path: str, start: Any) -> ZeldaEnv:
+        if isinstance(start, bytes):
+            check_state(rom_path, start)
         env = ZeldaEnv(
             {
                 "rom": rom_path, "start_state": start, "frame_skip": settings.frame_skip,
@@ -187,13 +191,38 @@ class SessionManager:
 
 # -- operations (run in the pool, under the session lock) ----------------------------
 def reset(session: Session, seed: int | None, start: Any) -> Observation:
+    """Start a new episode; a state that does not load leaves the session as it was."""
     options = {} if start is None else {"start_state": start}
+    if isinstance(start, bytes):
+        check_state(session.env.config.rom, start)
+    before = session.env.gameboy.save_state()
     try:
         observation, info = session.env.reset(seed=seed, options=options)
     except (UnknownStateError, SaveStateError) as error:
         raise UnprocessableError(str(error)) from error
+    except Exception as error:  # PyBoy refusing bytes that passed every check: put it back
+        session.env.gameboy.load_state(before)
+        logger.warning("state failed to load; session %s restored", session.id, exc_info=True)
+        raise UnprocessableError(f"the state does not load: {error}") from error
     session.episode_steps = 0
     return Observation.model_validate(_observation(observation, info))
+
+
+def check_state(rom_path: str | None, blob: bytes) -> None:
+    """Refuse (422) a state that is not a complete state of this ROM, before any emulator
+    loads it: PyBoy reads states field by field, so a short one would load half-way."""
+    rom_sha256, payload_bytes = _state_shape(rom_path)
+    try:
+        unpack_state(blob, expected_rom_sha256=rom_sha256, expected_payload_bytes=payload_bytes)
+    except SaveStateError as error:
+        raise UnprocessableError(str(error)) from error
+
+
+@functools.cache
+def _state_shape(rom_path: str | None) -> tuple[str, int]:
+    """The ROM's sha256 and the size of its states (fixed per ROM and PyBoy version)."""
+    with GameBoy(rom=rom_path) as gameboy:
+        return gameboy.rom.sha256, len(unpack_state(gameboy.save_state()).payload)
 
 
 def _transition(
@@ -266,10 +295,6 @@ def frame_png(session: Session) -> bytes:
 def load(session: Session, blob: bytes) -> Observation:
     """Start a new episode from the state; a state from another ROM or corrupt bytes leave
     the session as it was."""
-    try:
-        unpack_state(blob, expected_rom_sha256=session.env.gameboy.rom.sha256)
-    except SaveStateError as error:
-        raise UnprocessableError(str(error)) from error
     return reset(session, None, blob)
 
 

@@ -1,7 +1,9 @@
 """Save states that remember their ROM: PyBoy's state, compressed, wrapped with the ROM's sha256.
 
 A state made from one ROM is refused by an emulator running another, before PyBoy
-sees a byte of it.
+sees a byte of it. Decompression is bounded (a small upload cannot inflate to gigabytes),
+and a caller that knows the size of its emulator's states (``expected_payload_bytes``)
+gets truncated or padded payloads refused too, so a bad state never half-loads.
 
 >>> blob = pack_state("ab" * 32, b"payload", held_buttons=4)
 >>> unpack_state(blob, expected_rom_sha256="ab" * 32)
@@ -18,6 +20,8 @@ MAGIC = b"KHLSTATE"
 FORMAT_VERSION = 1
 _HEADER = struct.Struct("<8sB32sBI")
 MAX_STATE_BYTES = 4 * 1024 * 1024
+# PyBoy's states are ~150 KiB (the cartridge's) up to ~1 MiB (CGB with large cartridge RAM).
+MAX_PAYLOAD_BYTES = 4 * 1024 * 1024
 
 
 class SaveStateError(ValueError):
@@ -49,8 +53,14 @@ def pack_state(rom_sha256: str, payload: bytes, *, held_buttons: int = 0) -> byt
     return header + compressed
 
 
-def unpack_state(blob: bytes, *, expected_rom_sha256: str | None = None) -> SaveState:
-    """Parse a state; refuse corrupt bytes and, when given, a state from another ROM."""
+def unpack_state(
+    blob: bytes,
+    *,
+    expected_rom_sha256: str | None = None,
+    expected_payload_bytes: int | None = None,
+) -> SaveState:
+    """Parse a state; refuse corrupt bytes and, when given, a state from another ROM or of
+    another size than the emulator's own."""
     if len(blob) > MAX_STATE_BYTES:
         raise SaveStateError(
             f"save state of {len(blob)} bytes exceeds the {MAX_STATE_BYTES}-byte limit"
@@ -74,8 +84,24 @@ def unpack_state(blob: bytes, *, expected_rom_sha256: str | None = None) -> Save
             f"save state belongs to ROM {rom_hash.hex()[:12]}..., but this emulator runs "
             f"{expected_rom_sha256[:12]}...; load it with the ROM it was made from"
         )
+    payload = _inflate(compressed, expected_payload_bytes or MAX_PAYLOAD_BYTES)
+    if expected_payload_bytes is not None and len(payload) != expected_payload_bytes:
+        raise SaveStateError(
+            f"save state payload is {len(payload)} bytes, but this emulator's states are "
+            f"{expected_payload_bytes}: truncated, padded or from another emulator version"
+        )
+    return SaveState(rom_sha256=rom_hash.hex(), held_buttons=held, payload=payload)
+
+
+def _inflate(compressed: bytes, limit: int) -> bytes:
+    """Decompress at most `limit` bytes: a stream that inflates further is refused unread."""
+    inflater = zlib.decompressobj()
     try:
-        payload = zlib.decompress(compressed)
+        payload = inflater.decompress(compressed, limit)
     except zlib.error as error:
         raise SaveStateError(f"save state payload is corrupt ({error})") from error
-    return SaveState(rom_sha256=rom_hash.hex(), held_buttons=held, payload=payload)
+    if inflater.unconsumed_tail:
+        raise SaveStateError(f"save state payload inflates past {limit} bytes; refused")
+    if not inflater.eof or inflater.unused_data:
+        raise SaveStateError("save state payload is corrupt (incomplete or trailing data)")
+    return payload

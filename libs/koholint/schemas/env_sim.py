@@ -1,27 +1,70 @@
-"""The env-sim service's request and response bodies (API version v1)."""
+"""The env-sim service's request and response bodies (API version v1).
+
+Request bodies take JSON types as JSON Schema does (``{"action": "1"}`` or ``true`` is refused,
+naming the field; ``1.0`` is the integer 1) and
+carry every limit the server enforces, so the OpenAPI spec states them; the environment's
+limits come from ``koholint.env.zelda``, where they are defined once.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
+from koholint.env.zelda import (
+    MAX_EPISODE_STEPS,
+    MAX_FRAME_SKIP,
+    MAX_LATCH_STEPS,
+    REWARD_MODES,
+    Action,
+)
 from koholint.game.state import GameState
+from koholint.game.states import STATE_NAMES
 
 ENV_SIM_SCHEMA_VERSION = 1
 MAX_SEED = 2**31 - 1
 CARTRIDGE_ROM_ID = "cartridge"
 STATE_ID_PATTERN = r"^[0-9a-f]{32}$"
 ROM_ID_PATTERN = r"^(cartridge|[0-9a-f]{64})$"
-STATE_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,63}$"
+STATE_NAME_PATTERN = "^(" + "|".join(STATE_NAMES) + ")$"
+LAST_ACTION = len(Action) - 1
+MAX_BATCH = 10_000
+"""Actions per batch at most; a server may set a lower limit (its spec then says so)."""
+MAX_TICK_FRAMES = 600
+ADDRESS_SPACE = 0x10000
+MAX_MEMORY_READ = 4096
+
+
+def _number_not_text(value: Any) -> Any:
+    """JSON numbers only: pydantic's lax mode would take "1" and true as 1."""
+    if isinstance(value, str | bool):
+        raise ValueError(f"expected a JSON number, got {type(value).__name__}")
+    return value
+
+
+JsonInt = Annotated[int, BeforeValidator(_number_not_text)]
+"""An integer as JSON Schema has it: 1 or 1.0, never "1" or true."""
+JsonFloat = Annotated[float, BeforeValidator(_number_not_text)]
+ActionId = Annotated[JsonInt, Field(ge=0, le=LAST_ACTION, description="koholint.env.zelda.Action")]
+if TYPE_CHECKING:
+    RewardMode = str
+else:  # the modes as an enum in the spec, from the env's one definition of them
+    RewardMode = Literal[tuple(REWARD_MODES)]
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SessionSettings(_Body):
+class _Request(BaseModel):
+    """A request body: unknown fields refused; numbers, booleans and strings as JSON types."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+class SessionSettings(_Request):
     """How a session's environment is made."""
 
     rom_id: str = Field(
@@ -37,13 +80,13 @@ class SessionSettings(_Body):
         pattern=STATE_ID_PATTERN,
         description="a state saved with POST .../save; overrides start_state",
     )
-    seed: int = Field(0, ge=0, le=MAX_SEED)
-    frame_skip: int = Field(4, ge=1, le=60)
-    sticky_action_probability: float = Field(0.0, ge=0.0, lt=1.0)
-    latch_steps: int = Field(1, ge=1, le=64)
-    max_episode_steps: int = Field(4096, ge=1, le=10_000_000)
-    reward_mode: Literal["sparse", "progress", "progress+coverage"] = "progress+coverage"
-    cartridge_seed: int | None = Field(0, ge=0, le=255)
+    seed: JsonInt = Field(0, ge=0, le=MAX_SEED)
+    frame_skip: JsonInt = Field(4, ge=1, le=MAX_FRAME_SKIP)
+    sticky_action_probability: JsonFloat = Field(0.0, ge=0.0, lt=1.0)
+    latch_steps: JsonInt = Field(1, ge=1, le=MAX_LATCH_STEPS)
+    max_episode_steps: JsonInt = Field(4096, ge=1, le=MAX_EPISODE_STEPS)
+    reward_mode: RewardMode = "progress+coverage"
+    cartridge_seed: JsonInt | None = Field(0, ge=0, le=255)
 
 
 class SessionInfo(_Body):
@@ -62,24 +105,24 @@ class SessionList(_Body):
     max_sessions: int
 
 
-class ResetRequest(_Body):
-    seed: int | None = Field(None, ge=0, le=MAX_SEED)
+class ResetRequest(_Request):
+    seed: JsonInt | None = Field(None, ge=0, le=MAX_SEED)
     start_state: str | None = Field(
         None, pattern=STATE_NAME_PATTERN, description="a named state (default: the session's)"
     )
     saved_state_id: str | None = Field(None, pattern=STATE_ID_PATTERN)
 
 
-class StepRequest(_Body):
-    action: int = Field(ge=0, le=8, description="koholint.env.zelda.Action")
-    frame: bool = Field(False, description="include the frame as base64 PNG")
+class StepRequest(_Request):
+    action: ActionId
+    frame: StrictBool = Field(False, description="include the frame as base64 PNG")
 
 
-class StepsRequest(_Body):
-    actions: list[int] = Field(
-        min_length=1, description="at most the server's max_batch actions, each 0..8"
+class StepsRequest(_Request):
+    actions: list[ActionId] = Field(
+        min_length=1, max_length=MAX_BATCH, description="at most the server's max_batch actions"
     )
-    frames: bool = Field(False, description="include every step's frame as base64 PNG")
+    frames: StrictBool = Field(False, description="include every step's frame as base64 PNG")
 
 
 class Transition(_Body):
@@ -115,15 +158,15 @@ class SavedState(_Body):
     key: str = Field(description="object-store key of the state bytes")
 
 
-class LoadRequest(_Body):
+class LoadRequest(_Request):
     saved_state_id: str = Field(pattern=STATE_ID_PATTERN)
 
 
-class TickRequest(_Body):
+class TickRequest(_Request):
     """Frame-level control, for clients that drive the emulator directly (the Emulator protocol)."""
 
-    buttons: int = Field(0, ge=0, le=255, description="koholint.game.emulator.Button mask held")
-    frames: int = Field(1, ge=1, le=600)
+    buttons: JsonInt = Field(0, ge=0, le=255, description="koholint.game.emulator.Button mask held")
+    frames: JsonInt = Field(1, ge=1, le=MAX_TICK_FRAMES)
 
 
 class TickResult(_Body):
@@ -132,7 +175,7 @@ class TickResult(_Body):
 
 class MemoryRead(_Body):
     address: int
-    data_hex: str
+    data_hex: str = Field(description="the bytes read; fewer than asked where 0xFFFF is reached")
 
 
 class RomInfo(_Body):

@@ -8,13 +8,16 @@ renders it, FastAPI's validation errors (422, naming each field) and anything un
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 PROBLEM_JSON = "application/problem+json"
@@ -89,33 +92,85 @@ class ProblemDetails(BaseModel):
 
 
 STATUS_DESCRIPTIONS = {
-    400: "Bad request",
+    400: "Bad request: the request cannot be honoured as sent",
     401: "Missing or wrong token",
+    403: "Forbidden: the operator has turned this off",
     404: "Not found",
-    405: "Method not allowed",
+    405: "Method not allowed: the `Allow` header lists the methods of this path",
     409: "Conflict with the current state",
     413: "Request body over the size limit",
     422: "Invalid request: `errors` names each field",
     429: "Too many: a limit on concurrent resources was reached",
     500: "Internal error",
+    502: "A service behind this one answered with an error",
     503: "A dependency is unavailable",
 }
+PROBLEM_SCHEMA_REF = "#/components/schemas/ProblemDetails"
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for these statuses, each a problem+json body."""
-    return {
-        status: {
-            "description": STATUS_DESCRIPTIONS[status],
-            "model": ProblemDetails,
-            "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/ProblemDetails"}}},
-        }
-        for status in statuses
+    """OpenAPI ``responses`` for these statuses of one route, each a problem+json body.
+
+    This is the one declaration of error responses: routes name their own statuses with it,
+    and ``document_problems`` adds those every route shares (422, 413, 500) to the spec.
+    """
+    return {status: _problem_response_doc(status) for status in statuses}
+
+
+def _problem_response_doc(status: int) -> dict[str, Any]:
+    document: dict[str, Any] = {
+        "description": STATUS_DESCRIPTIONS.get(status, "Error"),
+        "content": {PROBLEM_JSON: {"schema": {"$ref": PROBLEM_SCHEMA_REF}}},
     }
+    if status == 405:
+        document["headers"] = {"Allow": {"schema": {"type": "string"}}}
+    return document
+
+
+def document_problems(openapi: dict[str, Any]) -> dict[str, Any]:
+    """Make a generated spec say what the servers answer on errors.
+
+    Every error response becomes problem+json only (FastAPI documents its 422 as
+    ``application/json`` HTTPValidationError, which no route sends); every operation gets
+    500, operations with parameters or a body 422, operations with a body 413.
+    """
+    schemas = openapi.setdefault("components", {}).setdefault("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        schemas.pop(name, None)
+    definition = ProblemDetails.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(definition.pop("$defs", {}))
+    schemas["ProblemDetails"] = definition
+    for path_item in openapi.get("paths", {}).values():
+        for operation in path_item.values():
+            if isinstance(operation, dict) and "responses" in operation:
+                _document_operation(operation)
+    return openapi
+
+
+def _document_operation(operation: dict[str, Any]) -> None:
+    responses = operation["responses"]
+    shared = [500]
+    if operation.get("parameters") or "requestBody" in operation:
+        shared.append(422)
+    if "requestBody" in operation:
+        shared += [400, 413]  # 400: a body that is not text in its declared type (bad UTF-8)
+    for status in shared:
+        responses.setdefault(str(status), {})
+    for status, response in responses.items():
+        if status.isdigit() and int(status) >= 400:
+            description = response.get("description")
+            response.update(_problem_response_doc(int(status)))
+            if description and description != "Validation Error":
+                response["description"] = description
 
 
 def problem_response(
-    status: int, title: str, detail: str, instance: str, **extra: Any
+    status: int,
+    title: str,
+    detail: str,
+    instance: str,
+    headers: Mapping[str, str] | None = None,
+    **extra: Any,
 ) -> JSONResponse:
     body = {
         "type": "about:blank",
@@ -125,7 +180,16 @@ def problem_response(
         "instance": instance,
         **extra,
     }
-    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON)
+    return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def allowed_methods(app: Starlette, scope: Scope) -> list[str]:
+    """The methods of every route whose path matches (Starlette names only the first one's)."""
+    methods: set[str] = set()
+    for route in app.routes:
+        if isinstance(route, Route) and route.methods and route.matches(scope)[0] != Match.NONE:
+            methods |= route.methods
+    return sorted(methods)
 
 
 def add_exception_handlers(app: FastAPI) -> None:
@@ -151,8 +215,11 @@ def add_exception_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def handle_http(request: Request, error: StarletteHTTPException) -> JSONResponse:
+        headers = dict(error.headers or {})
+        if error.status_code == 405:
+            headers["Allow"] = ", ".join(allowed_methods(request.app, request.scope))
         return problem_response(
-            error.status_code, str(error.detail), str(error.detail), request.url.path
+            error.status_code, str(error.detail), str(error.detail), request.url.path, headers
         )
 
     @app.exception_handler(Exception)
@@ -164,7 +231,13 @@ def add_exception_handlers(app: FastAPI) -> None:
 
 
 class BodySizeLimitMiddleware:
-    """Refuse request bodies over `max_bytes` with 413 problem+json, before a handler reads them."""
+    """Refuse request bodies over `max_bytes` with 413 problem+json, before a handler reads them.
+
+    A declared Content-Length over the limit is refused at once; a chunked body is counted as
+    it arrives, and when it passes the limit the 413 is sent from here and the app is told
+    the client left, so a handler (or FastAPI's body parser, which would answer 400) never
+    sees a partial body.
+    """
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -177,26 +250,56 @@ class BodySizeLimitMiddleware:
         headers = dict(scope.get("headers", []))
         declared = headers.get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(scope, receive, send)
+            await self._refuse(scope, send)
             return
-        received = 0
+        await _LimitedRequest(self, scope, receive, send).run()
 
-        async def counting_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise PayloadTooLargeError(
-                        f"request body over {self.max_bytes} bytes", limit_bytes=self.max_bytes
-                    )
-            return message
-
-        await self.app(scope, counting_receive, send)
-
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _refuse(self, scope: Scope, send: Send) -> None:
         response = problem_response(
             413, "Payload too large", f"request body over {self.max_bytes} bytes", scope.get("path", ""),
             limit_bytes=self.max_bytes,
         )  # fmt: skip
-        await response(scope, receive, send)
+        await response(scope, _no_body, send)
+
+
+async def _no_body() -> Message:
+    return {"type": "http.disconnect"}
+
+
+class _LimitedRequest:
+    """One request through the limit: counts the body, answers 413 once it is over."""
+
+    def __init__(
+        self, limit: BodySizeLimitMiddleware, scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        self.limit, self.scope, self.receive, self.send = limit, scope, receive, send
+        self.received = 0
+        self.refused = False
+        self.started = False
+
+    async def run(self) -> None:
+        try:
+            await self.limit.app(self.scope, self.counting_receive, self.guarded_send)
+        except Exception:
+            if not self.refused:  # after a 413 the app's complaint about the cut body is moot
+                raise
+
+    async def counting_receive(self) -> Message:
+        if self.refused:
+            return {"type": "http.disconnect"}
+        message = await self.receive()
+        if message["type"] == "http.request":
+            self.received += len(message.get("body", b""))
+            if self.received > self.limit.max_bytes:
+                self.refused = True
+                if not self.started:
+                    await self.limit._refuse(self.scope, self.send)
+                return {"type": "http.disconnect"}
+        return message
+
+    async def guarded_send(self, message: Message) -> None:
+        if self.refused:
+            return  # the 413 went out; whatever the app answers to the cut body is dropped
+        if message["type"] == "http.response.start":
+            self.started = True
+        await self.send(message)

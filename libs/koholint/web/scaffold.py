@@ -2,14 +2,14 @@
 
 Each service's ``create_app()`` opens its clients in a lifespan, then calls this with its
 routers, its metrics registry and a readiness check. It adds the problem+json exception
-handlers, the request-body limit, ``/healthz``, ``/readyz``, ``/metrics`` (the service's
+handlers, the request-body limit, an OpenAPI spec whose errors are problem+json, ``/healthz``, ``/readyz``, ``/metrics`` (the service's
 registry plus the HTTP instrumentator) and tracing when an exporter is configured.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
 
@@ -20,10 +20,12 @@ from koholint.web.problems import (
     BodySizeLimitMiddleware,
     UnavailableError,
     add_exception_handlers,
+    document_problems,
     problem_responses,
 )
 from koholint.web.telemetry import configure_logging, setup_tracing
 
+SchemaLimits = Mapping[str, Mapping[str, Mapping[str, Any]]]
 ReadinessCheck = Callable[[FastAPI], Awaitable[dict[str, str]]]
 """Awaited by ``/readyz``: returns details when ready, raises ``UnavailableError`` when not."""
 
@@ -44,14 +46,18 @@ def create_service_app(
     readiness: ReadinessCheck | None = None,
     tracing_exporter: Any = None,
     description: str = "",
+    schema_limits: SchemaLimits | None = None,
 ) -> FastAPI:
-    """A FastAPI app for the service `name` with the fleet's common routes and middleware."""
+    """A FastAPI app for the service `name` with the fleet's common routes and middleware.
+
+    `schema_limits` writes limits that come from settings into the spec (component name ->
+    property -> JSON Schema keywords), so that it states the limits this server enforces.
+    """
     app = FastAPI(
         title=f"koholint {name}",
         version="1.0.0",
         description=description,
         lifespan=lifespan,
-        responses=problem_responses(413, 422, 500),
     )
     add_exception_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
@@ -60,7 +66,25 @@ def create_service_app(
         app.include_router(router)
     _add_metrics(app, registry)
     setup_tracing(app, name, tracing_exporter)
+    _document(app, schema_limits or {})
     return app
+
+
+def _document(app: FastAPI, schema_limits: SchemaLimits) -> None:
+    """The app's spec as the server behaves: errors as problem+json, the configured limits."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            spec = document_problems(generate())
+            components = spec["components"]["schemas"]
+            for component, properties in schema_limits.items():
+                for name, keywords in properties.items():
+                    components[component]["properties"][name].update(keywords)
+            app.openapi_schema = spec
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _health_router(readiness: ReadinessCheck | None) -> APIRouter:

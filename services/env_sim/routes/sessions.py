@@ -11,6 +11,8 @@ from env_sim import sessions as ops
 from env_sim.deps import RomsDep, SessionsDep, SettingsDep, StoreDep
 from koholint.game.state import GameState
 from koholint.schemas.env_sim import (
+    ADDRESS_SPACE,
+    MAX_MEMORY_READ,
     BatchResult,
     LoadRequest,
     MemoryRead,
@@ -27,10 +29,16 @@ from koholint.schemas.env_sim import (
     TickResult,
 )
 from koholint.store import ObjectNotFoundError, ObjectStore
-from koholint.web.problems import NotFoundError, PayloadTooLargeError, UnprocessableError
+from koholint.web.problems import (
+    NotFoundError,
+    PayloadTooLargeError,
+    UnprocessableError,
+    problem_responses,
+)
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
-MAX_MEMORY_READ = 4096
+# Every route on one session: 404 (no such session, or it expired), 409 (busy with another request).
+ON_SESSION = problem_responses(404, 409)
 OCTET_STREAM = "application/octet-stream"
 
 
@@ -51,7 +59,7 @@ def _start(body: SessionSettings | ResetRequest, store: ObjectStore) -> Any:
     return body.start_state
 
 
-@router.post("", status_code=201)
+@router.post("", status_code=201, responses=problem_responses(404, 429))
 async def create_session(
     body: SessionSettings,
     sessions: SessionsDep,
@@ -63,8 +71,8 @@ async def create_session(
     if body.frame_skip > settings.max_frame_skip:
         raise UnprocessableError(
             f"frame_skip {body.frame_skip} exceeds this server's {settings.max_frame_skip}",
-            limit=settings.max_frame_skip,
-        )
+            limit=settings.max_frame_skip, field="frame_skip",
+        )  # fmt: skip
     rom = roms.resolve(body.rom_id)
     if body.start_state is not None and not body.saved_state_id and not rom.is_bundled_cartridge:
         raise UnprocessableError(
@@ -83,20 +91,20 @@ async def list_sessions(sessions: SessionsDep) -> SessionList:
     )
 
 
-@router.get("/{session_id}")
+@router.get("/{session_id}", responses=problem_responses(404))
 async def get_session(session_id: str, sessions: SessionsDep) -> SessionInfo:
     """Describe one session."""
     return sessions.get(session_id).info()
 
 
-@router.delete("/{session_id}", status_code=204)
+@router.delete("/{session_id}", status_code=204, responses=ON_SESSION)
 async def delete_session(session_id: str, sessions: SessionsDep) -> Response:
     """Close a session and free its emulator."""
     await sessions.delete(session_id)
     return Response(status_code=204)
 
 
-@router.post("/{session_id}/reset")
+@router.post("/{session_id}/reset", responses=ON_SESSION)
 async def reset_session(
     session_id: str, sessions: SessionsDep, store: StoreDep, body: ResetRequest | None = None
 ) -> Observation:
@@ -110,7 +118,7 @@ async def reset_session(
     return await sessions.run(session_id, "reset", lambda s: ops.reset(s, request.seed, start))
 
 
-@router.post("/{session_id}/step", response_model=StepResult)
+@router.post("/{session_id}/step", response_model=StepResult, responses=ON_SESSION)
 async def step_session(session_id: str, body: StepRequest, sessions: SessionsDep) -> Response:
     """Take one action."""
     result = await sessions.run(session_id, "step", lambda s: ops.step(s, body.action, body.frame))
@@ -118,7 +126,7 @@ async def step_session(session_id: str, body: StepRequest, sessions: SessionsDep
     return Response(result, media_type="application/json")
 
 
-@router.post("/{session_id}/steps", response_model=BatchResult)
+@router.post("/{session_id}/steps", response_model=BatchResult, responses=ON_SESSION)
 async def step_session_batch(
     session_id: str, body: StepsRequest, sessions: SessionsDep, settings: SettingsDep
 ) -> Response:
@@ -127,12 +135,6 @@ async def step_session_batch(
         raise PayloadTooLargeError(
             f"{len(body.actions)} actions exceed the batch limit", limit=settings.max_batch
         )
-    bad = [index for index, action in enumerate(body.actions) if not 0 <= action <= 8]
-    if bad:
-        raise UnprocessableError(
-            f"actions[{bad[0]}] = {body.actions[bad[0]]} is not an action 0..8",
-            field=f"actions.{bad[0]}",
-        )
     result, count = await sessions.run(
         session_id, "steps", lambda s: ops.steps(s, body.actions, body.frames)
     )
@@ -140,7 +142,7 @@ async def step_session_batch(
     return Response(result, media_type="application/json")
 
 
-@router.get("/{session_id}/state")
+@router.get("/{session_id}/state", responses=ON_SESSION)
 async def get_state(session_id: str, sessions: SessionsDep) -> GameState:
     """The structured game state now."""
     return await sessions.run(session_id, "state", ops.state)
@@ -149,7 +151,7 @@ async def get_state(session_id: str, sessions: SessionsDep) -> GameState:
 @router.get(
     "/{session_id}/frame.png",
     response_class=Response,
-    responses={200: {"content": {"image/png": {}}}},
+    responses={200: {"content": {"image/png": {}}}, **ON_SESSION},
 )
 async def get_frame(session_id: str, sessions: SessionsDep) -> Response:
     """The screen now, as PNG (the game does not advance)."""
@@ -157,7 +159,7 @@ async def get_frame(session_id: str, sessions: SessionsDep) -> Response:
     return Response(png, media_type="image/png")
 
 
-@router.post("/{session_id}/save", status_code=201)
+@router.post("/{session_id}/save", status_code=201, responses=ON_SESSION)
 async def save_state(session_id: str, sessions: SessionsDep, store: StoreDep) -> SavedState:
     """Save the emulator state into the object store; returns its id."""
     blob = await sessions.run(session_id, "save", lambda s: s.env.gameboy.save_state())
@@ -183,7 +185,7 @@ LOAD_BODY = {
 }
 
 
-@router.post("/{session_id}/load", openapi_extra=LOAD_BODY)
+@router.post("/{session_id}/load", openapi_extra=LOAD_BODY, responses=ON_SESSION)
 async def load_state(
     session_id: str, request: Request, sessions: SessionsDep, store: StoreDep, settings: SettingsDep
 ) -> Observation:
@@ -208,22 +210,21 @@ async def load_state(
     return await sessions.run(session_id, "load", lambda s: ops.load(s, blob))
 
 
-@router.post("/{session_id}/tick")
+@router.post("/{session_id}/tick", responses=ON_SESSION)
 async def tick_session(session_id: str, body: TickRequest, sessions: SessionsDep) -> TickResult:
     """Frame-level control: hold buttons for some frames (for Emulator-protocol clients)."""
     frame = await sessions.run(session_id, "tick", lambda s: ops.tick(s, body.buttons, body.frames))
     return TickResult(frame=frame)
 
 
-@router.get("/{session_id}/memory")
+@router.get("/{session_id}/memory", responses=ON_SESSION)
 async def read_memory(
     session_id: str,
     sessions: SessionsDep,
-    address: Annotated[int, Query(ge=0, le=0xFFFF)],
+    address: Annotated[int, Query(ge=0, le=ADDRESS_SPACE - 1)],
     count: Annotated[int, Query(ge=1, le=MAX_MEMORY_READ)] = 1,
 ) -> MemoryRead:
-    """Read bytes of the emulator's address space."""
-    if address + count > 0x10000:
-        raise UnprocessableError("the read leaves the 16-bit address space", field="count")
+    """Read `count` bytes from `address`; the read stops at 0xFFFF (fewer bytes come back)."""
+    count = min(count, ADDRESS_SPACE - address)
     data = await sessions.run(session_id, "memory", lambda s: ops.memory(s, address, count))
     return MemoryRead(address=address, data_hex=data.hex())

@@ -1,0 +1,119 @@
+"""Contract tests every service shares: Schemathesis against the app's own OpenAPI spec, and
+malformed requests that must come back as problem+json naming the field.
+
+``check_openapi_contract(app)`` serves the ASGI app with uvicorn on a loopback port (the
+real HTTP stack: chunked bodies, keep-alive, 405s) and runs the ``schemathesis`` CLI on it
+with **every** check (server errors, status codes, content types, headers and bodies
+conforming to the spec, negative data rejected, positive data accepted, unsupported
+methods answered 405 with ``Allow``, stateful use-after-free ...). It fails the test with
+the CLI's report when anything fails.
+
+    from tests.contracts import check_openapi_contract
+
+    @pytest.mark.slow
+    def test_openapi_contract(app):
+        check_openapi_contract(app, max_examples=10)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import httpx
+from tests.conftest import ServedApp
+
+PROBLEM_JSON = "application/problem+json"
+# Statuses a positive (schema-valid) request may get besides 2xx: what Schemathesis allows by
+# default (a drawn id names nothing: 404; busy: 409; limits: 429), plus 422 where the body is
+# opaque bytes whose validity no schema can state (a save state, a ROM file).
+OPAQUE_BODY_STATUSES = ["2xx", "3xx", "401", "403", "404", "409", "422", "429", "5xx"]
+
+
+def check_openapi_contract(
+    app: object,
+    *,
+    max_examples: int = 10,
+    opaque_body_paths: Sequence[str] = (),
+    headers: Mapping[str, str] | None = None,
+    tmp_dir: Path | None = None,
+    timeout_s: float = 600,
+) -> None:
+    """Serve `app` and fail (with the report) unless Schemathesis finds 0 failures.
+
+    `opaque_body_paths`: path templates whose request bodies are bytes no schema can judge;
+    there a well-formed but invalid body may be refused with 422.
+    """
+    with ServedApp(app) as server:
+        run_schemathesis(
+            f"{server.url}/openapi.json", max_examples=max_examples,
+            opaque_body_paths=opaque_body_paths, headers=headers, tmp_dir=tmp_dir,
+            timeout_s=timeout_s,
+        )  # fmt: skip
+
+
+def run_schemathesis(
+    spec_url: str,
+    *,
+    max_examples: int = 10,
+    opaque_body_paths: Sequence[str] = (),
+    headers: Mapping[str, str] | None = None,
+    tmp_dir: Path | None = None,
+    timeout_s: float = 600,
+) -> None:
+    """The ``schemathesis run`` CLI with all checks and a fixed seed; AssertionError on failure."""
+    command = [
+        str(Path(sys.executable).with_name("schemathesis")), "run", spec_url,
+        "--checks", "all", "--workers", "1", "--max-examples", str(max_examples),
+        "--seed", "18", "--suppress-health-check", "all", "--no-color",
+    ]  # fmt: skip
+    for name, value in (headers or {}).items():
+        command += ["--header", f"{name}: {value}"]
+    if opaque_body_paths:
+        config = _config_file(opaque_body_paths, tmp_dir or Path("/tmp"))
+        command[1:1] = ["--config-file", str(config)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s)
+    report = result.stdout + result.stderr
+    assert result.returncode == 0, f"Schemathesis failed:\n{report[-20000:]}"
+    assert " passed" in report.splitlines()[-1], report[-2000:]
+
+
+def _config_file(opaque_body_paths: Sequence[str], folder: Path) -> Path:
+    """A schemathesis.toml that accepts 422 for positive data on the opaque-body paths."""
+    lines = []
+    for path in opaque_body_paths:
+        lines += [
+            "[[operations]]",
+            f"include-path = {json.dumps(path)}",
+            f"checks.positive_data_acceptance.expected-statuses = {json.dumps(OPAQUE_BODY_STATUSES)}",
+            "",
+        ]
+    config = folder / f"schemathesis-{abs(hash(tuple(opaque_body_paths)))}.toml"
+    config.write_text("\n".join(lines))
+    return config
+
+
+def assert_problem(response: httpx.Response, status: int, field: str | None = None) -> dict:
+    """The response is problem+json with `status`; with `field`, its `errors` name that field."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM_JSON), response.headers
+    problem = response.json()
+    assert problem["status"] == status
+    assert problem["detail"] and problem["title"]
+    if field is not None:
+        fields = [error["field"] for error in problem.get("errors") or []]
+        assert field in fields or problem.get("field") == field, problem
+    return problem  # type: ignore[no-any-return]
+
+
+def assert_problem_spec(spec: Mapping) -> None:
+    """Every error response of every operation is documented as problem+json only."""
+    for path, item in spec["paths"].items():
+        for method, operation in item.items():
+            for status, response in operation["responses"].items():
+                if int(status) >= 400:
+                    assert list(response["content"]) == [PROBLEM_JSON], (method, path, status)
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
