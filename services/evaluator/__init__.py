@@ -1,0 +1,1 @@
+"""evaluator: a judge ensemble that scores the segments the trainer exports."""

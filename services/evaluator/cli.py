@@ -1,0 +1,98 @@
+"""`koholint evaluate`: score a run's stored segments (added to the CLI through an entry point)."""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+from koholint.schemas.evaluator import JUDGES, LABELS
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Score every stored segment of a run; progress bar, then a summary table."""
+    from evaluator.config import Settings
+    from evaluator.jobs import EvaluationStatus, evaluate_all, run_prefixes
+    from evaluator.metrics import Metrics
+    from evaluator.service import EvaluatorService
+
+    overrides = {
+        name: value
+        for name, value in vars(args).items()
+        if name in EVALUATE_FLAGS and value is not None
+    }
+    try:
+        settings = Settings(consume=False, **overrides)
+        service = EvaluatorService(settings, Metrics())
+    except ValueError as error:
+        print(f"koholint evaluate: {error}", file=sys.stderr)
+        return 2
+    try:
+        prefixes = run_prefixes(service.store, args.run)
+        if not prefixes:
+            print(f"koholint evaluate: run {args.run!r} has no stored segments", file=sys.stderr)
+            return 1
+        started = time.perf_counter()
+        status = EvaluationStatus(id="cli", state="queued", run=args.run, started_at=time.time())
+        evaluate_all(service.evaluator, prefixes, status, batch_size=settings.batch_size,
+                     on_batch=lambda s: _progress(s, started))  # fmt: skip
+        print()
+        records = service.evaluator.scores.newest(args.run, limit=len(prefixes))
+        config_hash = service.evaluator.config.hash
+        _summary(status, [r for r in records if r.judge_config_hash == config_hash], started)
+    finally:
+        service.close()
+    return 0 if status.deferred == 0 else 1
+
+
+def _progress(status: Any, started: float) -> None:
+    done = status.scored + status.already_scored + status.rejected + status.deferred
+    rate = done / max(time.perf_counter() - started, 1e-9)
+    bar = "#" * int(30 * done / max(status.total, 1))
+    print(f"\r[{bar:<30}] {done:>6}/{status.total} segments  {rate:7.1f}/s", end="", flush=True)
+
+
+def _summary(status: Any, records: list[Any], started: float) -> None:
+    elapsed = time.perf_counter() - started
+    print(f"run {status.run}: {status.scored} scored, {status.already_scored} already scored, "
+          f"{status.rejected} rejected, {status.deferred} deferred in {elapsed:.1f} s; "
+          f"kappa (last batch) {status.kappa if status.kappa is not None else '-'}")  # fmt: skip
+    labels = Counter(record.label for record in records)
+    print(f"{'label':<14}{'segments':>9}{'mean score':>12}")
+    for label in (*LABELS, None):
+        scores = [r.score for r in records if r.label == label and r.score is not None]
+        if labels[label]:
+            mean = f"{statistics.fmean(scores):.2f}" if scores else "-"
+            print(f"{label or 'abstained':<14}{labels[label]:>9}{mean:>12}")
+    print(f"{'judge':<14}{'voted':>9}{'abstained':>10}{'mean score':>12}")
+    for judge in JUDGES:
+        results = [j for r in records for j in r.judges if j.judge == judge]
+        scores = [j.score for j in results if j.score is not None]
+        mean = f"{statistics.fmean(scores):.2f}" if scores else "-"
+        print(f"{judge:<14}{len(scores):>9}{len(results) - len(scores):>10}{mean:>12}")
+    for failure in status.failures[:10]:
+        print(f"  {failure.outcome}: {failure.prefix}: {failure.reason}")
+
+
+EVALUATE_FLAGS = ("backend", "store_url", "llm_base_url", "samples", "redis_url", "batch_size")
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    """Add `koholint evaluate` (found through the koholint.commands entry point)."""
+    evaluate = commands.add_parser(
+        "evaluate", help="score a run's stored segments with the judge ensemble"
+    )
+    evaluate.add_argument("--run", required=True, help="the run whose segments to score")
+    evaluate.add_argument("--backend", choices=("rules", "local", "llm-d"),
+                          help="judges: rules (default, no server), local (llm-local), llm-d")  # fmt: skip
+    evaluate.add_argument(
+        "--store", dest="store_url", help="object store URL (path, file://, s3://)"
+    )
+    evaluate.add_argument("--llm-base-url", help="llm-d gateway or llm-local base URL")
+    evaluate.add_argument("--samples", type=int, help="M: answers per judge (default 3)")
+    evaluate.add_argument("--redis-url", help="publish koholint.scores events to this Redis")
+    evaluate.add_argument("--batch-size", type=int, help="segments scored together (default 16)")
+    evaluate.set_defaults(handler=cmd_evaluate)

@@ -1,0 +1,139 @@
+"""Evaluation jobs: score given segment prefixes, or every stored segment of a run, now.
+
+A job runs in a thread through the same ``Evaluator`` pipeline as the stream consumer, in
+batches; its status counts each outcome. At most ``max_running`` jobs run at once (429
+beyond); the newest ``max_kept`` finished jobs are kept for ``GET /v1/evaluations/{id}``.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from evaluator.scoring import BatchReport, Evaluator
+from koholint.store import ObjectStore
+from koholint.web.problems import TooManyError, UnprocessableError
+
+JobState = Literal["queued", "running", "succeeded", "failed"]
+MAX_FAILURES_SHOWN = 50
+
+
+class SegmentFailure(BaseModel):
+    prefix: str
+    outcome: Literal["rejected", "deferred"]
+    reason: str
+
+
+class EvaluationStatus(BaseModel):
+    id: str
+    state: JobState
+    run: str | None = None
+    total: int = Field(0, description="segments to score")
+    scored: int = 0
+    already_scored: int = 0
+    rejected: int = 0
+    deferred: int = 0
+    kappa: float | None = Field(None, description="Fleiss' kappa of the last batch")
+    scores_keys: list[str] = Field(default_factory=list)
+    failures: list[SegmentFailure] = Field(default_factory=list, description="first 50")
+    error: str | None = None
+    started_at: float
+    finished_at: float | None = None
+
+    def add(self, report: BatchReport) -> None:
+        self.scored += len(report.by_outcome("scored"))
+        self.already_scored += len(report.by_outcome("already_scored"))
+        self.rejected += len(report.by_outcome("rejected"))
+        self.deferred += len(report.by_outcome("deferred"))
+        self.kappa = report.kappa if report.kappa is not None else self.kappa
+        self.scores_keys += report.scores_keys
+        for result in report.results:
+            if (
+                result.outcome in ("rejected", "deferred")
+                and len(self.failures) < MAX_FAILURES_SHOWN
+            ):
+                self.failures.append(
+                    SegmentFailure(
+                        prefix=result.prefix, outcome=result.outcome, reason=result.detail
+                    )
+                )
+
+
+def run_prefixes(store: ObjectStore, run: str) -> list[str]:
+    """Every stored segment of the run (those with a manifest), in order."""
+    return [
+        key.rsplit("/", 1)[0]
+        for key in store.list(f"episodes/{run}/")
+        if key.endswith("/manifest.json")
+    ]
+
+
+def evaluate_all(
+    evaluator: Evaluator,
+    prefixes: list[str],
+    status: EvaluationStatus,
+    *,
+    batch_size: int,
+    on_batch: Callable[[EvaluationStatus], None] | None = None,
+) -> EvaluationStatus:
+    """Score `prefixes` in batches, updating `status` after each."""
+    status.state, status.total = "running", len(prefixes)
+    for start in range(0, len(prefixes), batch_size):
+        status.add(evaluator.evaluate(prefixes[start : start + batch_size]))
+        if on_batch is not None:
+            on_batch(status)
+    status.state, status.finished_at = "succeeded", time.time()
+    return status
+
+
+class Jobs:
+    def __init__(
+        self, evaluator: Evaluator, *, batch_size: int, max_segments: int, max_running: int,
+        max_kept: int,
+    ) -> None:  # fmt: skip
+        self.evaluator = evaluator
+        self.batch_size, self.max_segments = batch_size, max_segments
+        self.max_running, self.max_kept = max_running, max_kept
+        self._jobs: OrderedDict[str, EvaluationStatus] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, job_id: str) -> EvaluationStatus | None:
+        with self._lock:
+            job = self._jobs.get(job_id)
+            return job.model_copy(deep=True) if job else None
+
+    def start(self, prefixes: list[str] | None, run: str | None) -> EvaluationStatus:
+        """Queue a job (blocking: lists the run's segments); 429 when too many run."""
+        if run is not None:
+            prefixes = run_prefixes(self.evaluator.store, run)
+            if not prefixes:
+                raise UnprocessableError(f"run {run!r} has no stored segments", field="run")
+        prefixes = prefixes or []
+        if len(prefixes) > self.max_segments:
+            raise UnprocessableError(
+                f"{len(prefixes)} segments, over the limit of {self.max_segments}"
+            )
+        status = EvaluationStatus(id=uuid.uuid4().hex, state="queued", run=run, total=len(prefixes),
+                                  started_at=time.time())  # fmt: skip
+        with self._lock:
+            running = sum(job.state in ("queued", "running") for job in self._jobs.values())
+            if running >= self.max_running:
+                raise TooManyError(f"{running} evaluations running; at most {self.max_running}")
+            self._jobs[status.id] = status
+            while len(self._jobs) > self.max_kept:
+                self._jobs.popitem(last=False)
+        threading.Thread(target=self._run, args=(status, prefixes), daemon=True).start()
+        return status.model_copy(deep=True)
+
+    def _run(self, status: EvaluationStatus, prefixes: list[str]) -> None:
+        try:
+            evaluate_all(self.evaluator, prefixes, status, batch_size=self.batch_size)
+        except Exception as error:
+            status.state, status.error = "failed", f"{type(error).__name__}: {error}"[:1000]
+            status.finished_at = time.time()

@@ -1,0 +1,383 @@
+"""The three judges, their backends, and the vote.
+
+Each judge is a view of a segment and the ``Verdict`` model: the *vision* judge sees key
+frames (``/vision``), the *state* judge the RAM facts as text (``/state``), the *progress*
+judge the same facts framed as "how much closer to winning" (``/puzzle``, the big reasoning
+model). A backend answers one sample of one judge with one seed:
+
+- ``LlmJudges`` asks the llm-d gateway or the llm-local server through ``LlmClient``
+  (retries, seed, validation, one repair round, rejection). A text-only model makes the
+  vision judge abstain, and the record says so.
+- ``RulesJudges`` is the embedded default: deterministic rules over the RAM facts, named
+  ``rules`` wherever a model name would go. It reads no frames: its vision judge abstains.
+
+The vote: a judge's verdict is the majority label of its valid answers (a tie goes to the
+label answered first, in seed order) and their median score; it abstains when none is valid.
+The ensemble's label is the majority over the judges that voted (a tie goes to the judge
+first in ``JUDGES``: progress, then state, then vision) and its score the judges' mean.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import statistics
+import time
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from evaluator.segments import LoadedSegment
+from koholint.planning.llm import (
+    CircuitOpenError,
+    LlmClient,
+    LlmRejectedError,
+    LlmUnavailableError,
+    RetryPolicy,
+    RouteSettings,
+)
+from koholint.schemas.evaluator import (
+    JUDGE_ROUTES,
+    JUDGES,
+    AbstainReason,
+    JudgeResult,
+    Label,
+    SampleAnswer,
+    SegmentFacts,
+    Verdict,
+)
+
+OBJECTIVES = (
+    "find the sword",
+    "open the gate by pushing the block onto the plate",
+    "enter the dungeon",
+    "find the small key",
+    "open the locked door",
+    "take the instrument (the win)",
+)
+SYSTEM_PROMPT = (
+    "You judge short segments of play of a Game Boy adventure game in which Link explores rooms, "
+    "finds a sword, pushes a block onto a plate to open a gate, finds a key, opens a locked door "
+    "and takes the instrument to win. Answer with one JSON object that follows the given schema: "
+    "score 0 (worst) to 10 (best), label one of progress, exploring, stuck, backtracking, dying, "
+    "the events you saw (a few words each) and a one-line rationale."
+)
+STATE_QUESTION = "How good was this segment of play? Label what Link was doing."
+PROGRESS_QUESTION = (
+    "Goals in order: {objectives}.\nHow much closer to winning did this segment get? "
+    "0 = no closer or further away, 10 = won."
+)
+VISION_QUESTION = (
+    "These are key frames of one segment, in order (first, where the room, health or items "
+    "changed, last). How good was this segment of play? Label what Link was doing."
+)
+PROMPT_HASH = hashlib.sha256(
+    "\x00".join((SYSTEM_PROMPT, STATE_QUESTION, PROGRESS_QUESTION, VISION_QUESTION)).encode()
+).hexdigest()[:16]
+"""Changes whenever a prompt template changes (part of the judge config hash)."""
+
+
+def facts_text(facts: SegmentFacts) -> str:
+    """The RAM trajectory condensed to the lines the text judges read."""
+    items = ", ".join(facts.items_gained) or "none"
+    return "\n".join((
+        f"steps: {facts.steps}",
+        f"rooms entered: {facts.rooms_entered} ({facts.new_rooms} never seen before, "
+        f"{facts.revisits} re-entered), distinct rooms: {facts.distinct_rooms}",
+        f"items gained: {items}; keys change: {facts.keys_delta:+d}; rupees change: {facts.rupees_delta:+d}",
+        f"health: {facts.health_start} -> {facts.health_end} (8 per heart), lost {facts.health_lost}",
+        f"enemies defeated: {facts.kills}; deaths: {facts.deaths}",
+        f"dialogs opened: {facts.dialogs_opened}; questions shown: {facts.choices_shown}",
+        f"steps on which Link moved: {facts.tiles_moved}",
+        f"instrument taken: {'yes' if facts.instrument_taken else 'no'}; "
+        f"won: {'yes' if facts.won else 'no'}",
+    ))  # fmt: skip
+
+
+def judge_messages(judge: str, segment: LoadedSegment) -> list[dict[str, Any]]:
+    """The chat messages that ask `judge` about `segment`."""
+    system = {"role": "system", "content": SYSTEM_PROMPT}
+    if judge == "vision":
+        parts: list[dict[str, Any]] = [{"type": "text", "text": VISION_QUESTION}]
+        for step, png in segment.key_frames:
+            parts.append({"type": "text", "text": f"step {step}:"})
+            url = f"data:image/png;base64,{base64.b64encode(png).decode()}"
+            parts.append({"type": "image_url", "image_url": {"url": url}})
+        return [system, {"role": "user", "content": parts}]
+    question = (
+        STATE_QUESTION
+        if judge == "state"
+        else PROGRESS_QUESTION.format(objectives="; ".join(OBJECTIVES))
+    )
+    user = f"What happened in the segment:\n{facts_text(segment.facts)}\n{question}"
+    return [system, {"role": "user", "content": user}]
+
+
+class JudgeBackend(Protocol):
+    name: str
+
+    def models(self) -> dict[str, str]:
+        """judge -> the model that answers it."""
+        ...
+
+    def abstains(self, judge: str) -> tuple[AbstainReason, str] | None:
+        """Why `judge` is never asked with this backend, or None."""
+        ...
+
+    def answer(self, judge: str, segment: LoadedSegment, seed: int) -> SampleAnswer: ...
+
+    def close(self) -> None: ...
+
+
+class LlmJudges:
+    """Judges answered by language models: the llm-d gateway or the llm-local server."""
+
+    def __init__(self, client: LlmClient, *, name: str, text_only: bool) -> None:
+        self.client, self.name, self.text_only = client, name, text_only
+
+    def models(self) -> dict[str, str]:
+        return {
+            judge: self.client.routes[route].model
+            for judge, route in JUDGE_ROUTES.items()
+            if route in self.client.routes
+        }
+
+    def abstains(self, judge: str) -> tuple[AbstainReason, str] | None:
+        if judge == "vision" and self.text_only:
+            return "no_vision", f"the {self.name} backend's model is text-only: it takes no images"
+        if JUDGE_ROUTES[judge] not in self.client.routes:
+            return "not_configured", f"no model configured for /{JUDGE_ROUTES[judge]}"
+        return None
+
+    def answer(self, judge: str, segment: LoadedSegment, seed: int) -> SampleAnswer:
+        started = time.perf_counter()
+        try:
+            result = self.client.ask(
+                JUDGE_ROUTES[judge], judge_messages(judge, segment), Verdict, seed=seed
+            )
+        except LlmRejectedError as error:
+            return _failed(seed, "rejected", error, started)
+        except CircuitOpenError as error:
+            return _failed(seed, "circuit_open", error, started)
+        except LlmUnavailableError as error:
+            return _failed(seed, "unavailable", error, started)
+        outcome = "repaired" if result.record.outcome == "repaired" else "valid"
+        return SampleAnswer(
+            seed=seed, outcome=outcome, verdict=result.value, latency_ms=_since(started),
+            attempts=result.record.attempts,
+        )  # fmt: skip
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _since(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
+
+
+def _failed(seed: int, outcome: Any, error: Exception, started: float) -> SampleAnswer:
+    return SampleAnswer(
+        seed=seed, outcome=outcome, error=str(error)[:1000], latency_ms=_since(started)
+    )
+
+
+class RulesJudges:
+    """Deterministic judges over the RAM facts (the embedded default); they see no frames."""
+
+    name = "rules"
+
+    def models(self) -> dict[str, str]:
+        return {"state": "rules", "progress": "rules"}
+
+    def abstains(self, judge: str) -> tuple[AbstainReason, str] | None:
+        if judge == "vision":
+            return "no_vision", "the rules backend reads RAM facts, not frames"
+        return None
+
+    def answer(self, judge: str, segment: LoadedSegment, seed: int) -> SampleAnswer:
+        started = time.perf_counter()
+        rule = rules_state_verdict if judge == "state" else rules_progress_verdict
+        return SampleAnswer(
+            seed=seed, outcome="valid", verdict=rule(segment.facts), latency_ms=_since(started)
+        )
+
+    def close(self) -> None:
+        return None
+
+
+def _activity(facts: SegmentFacts) -> Label:
+    if facts.deaths or (facts.health_end == 0 and facts.health_start > 0):
+        return "dying"
+    if facts.items_gained or facts.keys_delta > 0 or facts.instrument_taken or facts.won:
+        return "progress"
+    if facts.new_rooms:
+        return "exploring"
+    if facts.rooms_entered and facts.revisits >= facts.rooms_entered:
+        return "backtracking"
+    if facts.tiles_moved < max(1, facts.steps // 8) and not facts.rooms_entered:
+        return "stuck"
+    return "exploring"
+
+
+def _clamp(value: float) -> int:
+    return max(0, min(10, round(value)))
+
+
+def rules_state_verdict(facts: SegmentFacts) -> Verdict:
+    """How well Link played: finds and fights count, damage and deaths cost."""
+    label = _activity(facts)
+    score = (
+        4 + 3 * len(facts.items_gained) + 2 * max(facts.keys_delta, 0) + facts.new_rooms
+        + 0.5 * min(facts.kills, 4) - 3 * facts.deaths - facts.health_lost / 8
+    )  # fmt: skip
+    if label == "stuck":
+        score = min(score, 1)
+    if facts.won or facts.instrument_taken:
+        score = 10
+    events = _events(facts)
+    return Verdict(
+        score=_clamp(score), label=label, events=events,
+        rationale=f"rules over RAM facts: {label}, {', '.join(events) or 'nothing happened'}"[:300],
+    )  # fmt: skip
+
+
+def rules_progress_verdict(facts: SegmentFacts) -> Verdict:
+    """How much closer to winning: only milestones of the objective list count."""
+    milestones = 4 * ("sword" in facts.items_gained) + 3 * max(facts.keys_delta, 0)
+    milestones += 2 * (facts.choices_shown > 0) + min(facts.new_rooms, 2)
+    score = 10 if (facts.won or facts.instrument_taken) else milestones
+    if facts.deaths:
+        label: Label = "dying"
+    elif score > 0:
+        label = "progress"
+    elif facts.rooms_entered and facts.revisits >= facts.rooms_entered:
+        label = "backtracking"
+    elif facts.tiles_moved < max(1, facts.steps // 8):
+        label = "stuck"
+    else:
+        label = "exploring"
+    return Verdict(
+        score=_clamp(score), label=label, events=_events(facts),
+        rationale=f"rules over RAM facts: {milestones} milestone points toward the win"[:300],
+    )  # fmt: skip
+
+
+def _events(facts: SegmentFacts) -> list[str]:
+    events = [f"gained {item}" for item in facts.items_gained]
+    for count, what in (
+        (facts.new_rooms, "new rooms"), (facts.keys_delta, "keys gained"),
+        (facts.kills, "enemies defeated"), (facts.deaths, "deaths"),
+        (facts.dialogs_opened, "dialogs opened"), (facts.revisits, "rooms re-entered"),
+    ):  # fmt: skip
+        if count > 0:
+            events.append(f"{count} {what}")
+    if facts.instrument_taken:
+        events.append("took the instrument")
+    return events[:16]
+
+
+# -- the vote ---------------------------------------------------------------------
+def majority(labels: Sequence[Label]) -> Label:
+    """The most common label; a tie goes to the one that comes first in `labels`."""
+    counts = Counter(labels)
+    top = max(counts.values())
+    return next(label for label in labels if counts[label] == top)
+
+
+def judge_vote(judge: str, model: str, samples: list[SampleAnswer]) -> JudgeResult:
+    """Majority label and median score of the valid answers; abstains when none is valid."""
+    valid = [sample.verdict for sample in samples if sample.verdict is not None]
+    route = JUDGE_ROUTES[judge]
+    if not valid:
+        down = [s for s in samples if s.outcome in ("unavailable", "circuit_open")]
+        reason: AbstainReason = "unavailable" if down else "rejected"
+        detail = f"all {len(samples)} answers {reason}: {(down or samples)[-1].error or ''}"
+        return JudgeResult(
+            judge=judge, route=route, model=model, samples=samples, abstained=True,
+            abstain_reason=reason, abstain_detail=detail[:1000],
+        )  # fmt: skip
+    return JudgeResult(
+        judge=judge, route=route, model=model, samples=samples,
+        label=majority([verdict.label for verdict in valid]),
+        score=float(statistics.median(verdict.score for verdict in valid)), abstained=False,
+    )  # fmt: skip
+
+
+def abstained(judge: str, model: str, reason: AbstainReason, detail: str) -> JudgeResult:
+    """A judge never asked (e.g. vision on a text-only backend)."""
+    return JudgeResult(
+        judge=judge, route=JUDGE_ROUTES[judge], model=model, samples=[], abstained=True,
+        abstain_reason=reason, abstain_detail=detail,
+    )  # fmt: skip
+
+
+def ensemble_vote(results: Sequence[JudgeResult]) -> tuple[Label | None, float | None]:
+    """Majority label over the judges that voted (ties: the judge first in JUDGES) and the
+    mean of their scores; (None, None) when every judge abstained."""
+    voters = sorted(
+        (result for result in results if not result.abstained),
+        key=lambda result: JUDGES.index(result.judge),
+    )
+    if not voters:
+        return None, None
+    label = majority([voter.label for voter in voters if voter.label is not None])
+    scores = [voter.score for voter in voters if voter.score is not None]
+    return label, round(statistics.fmean(scores), 4)
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[str]]) -> float | None:
+    """Fleiss' kappa over items rated by a varying number of raters (items with < 2 raters
+    are left out); None when no item has two raters. 1 = full agreement, 0 = chance."""
+    items = [Counter(labels) for labels in ratings if len(labels) >= 2]
+    if not items:
+        return None
+    agreement = []
+    totals: Counter[str] = Counter()
+    for counts in items:
+        raters = sum(counts.values())
+        agreement.append((sum(n * n for n in counts.values()) - raters) / (raters * (raters - 1)))
+        totals.update(counts)
+    observed = statistics.fmean(agreement)
+    all_ratings = sum(totals.values())
+    expected = sum((count / all_ratings) ** 2 for count in totals.values())
+    if expected >= 1.0:
+        return 1.0  # every rating in the batch is the same label
+    return round((observed - expected) / (1 - expected), 4)
+
+
+def make_judges(
+    backend: str,
+    *,
+    base_url: str = "",
+    models: dict[str, str] | None = None,
+    timeout_s: float = 60.0,
+    attempts: int = 4,
+    max_tokens: int = 256,
+    temperature: float | None = None,
+) -> JudgeBackend:
+    """`rules`; `local` (llm-local, SmolLM2 on the text routes); `llm-d` (the gateway, a model
+    name per judge in `models`)."""
+    from koholint.planning.backends import LOCAL_MODEL
+
+    if backend == "rules":
+        return RulesJudges()
+    if backend == "local":
+        base_url = base_url or "http://127.0.0.1:8090"
+        models = {"state": LOCAL_MODEL, "progress": LOCAL_MODEL}
+        # A 135M model at temperature 0 repeats one answer for every seed; sampling makes
+        # the M answers differ and stays reproducible through the seeds.
+        temperature = 0.7 if temperature is None else temperature
+    elif backend != "llm-d":
+        raise ValueError(f"backend {backend!r} is unknown; use rules, local or llm-d")
+    if not base_url:
+        raise ValueError("the llm-d backend needs the gateway's base URL (llm_base_url)")
+    if not models:
+        raise ValueError("the llm-d backend needs a model name per judge")
+    routes = {
+        JUDGE_ROUTES[judge]: RouteSettings(
+            model=model, timeout_s=timeout_s, max_tokens=max_tokens, temperature=temperature or 0.0
+        )
+        for judge, model in models.items()
+    }
+    client = LlmClient(base_url, routes, retry=RetryPolicy(attempts=attempts))
+    return LlmJudges(client, name=backend, text_only=backend == "local")

@@ -1,0 +1,1 @@
+"""The evaluator's HTTP routes, one module per resource."""
