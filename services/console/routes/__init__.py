@@ -1,0 +1,1 @@
+"""console's HTTP routes, one module per resource."""
