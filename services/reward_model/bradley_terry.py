@@ -21,7 +21,12 @@ from reward_model.preferences import Preference, ScoredSegment
 
 
 class TrainingError(ValueError):
-    """Training could not produce a usable model; the message says why."""
+    """Training could not produce a usable model; the message says why, `reason` in a word
+    (too_few_pairs or non_finite, the labels of reward_model_rejected_total)."""
+
+    def __init__(self, message: str, reason: str = "too_few_pairs") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -123,7 +128,8 @@ def fit(segments: list[ScoredSegment], pairs: list[Preference], config: FitConfi
         loss = loss_of(rewards(network), train)
         if not torch.isfinite(loss):
             raise TrainingError(
-                f"training loss became {float(loss.detach())} (NaN or inf) at step {step}; no version"
+                f"training loss became {float(loss.detach())} (NaN or inf) at step {step}; no version",
+                "non_finite",
             )
         optimizer.zero_grad()
         loss.backward()
@@ -160,7 +166,7 @@ def _result(network: nn.Sequential, rewards: _SegmentRewards, preferred: torch.T
     if not all(np.isfinite(w).all() and np.isfinite(b).all() for w, b in layers) or not np.isfinite(
         mean + std
     ):
-        raise TrainingError("the trained weights hold NaN or inf; no version")
+        raise TrainingError("the trained weights hold NaN or inf; no version", "non_finite")
     return FitResult(
         RewardFunction(layers, mean, std), pairs=len(train), heldout_pairs=len(heldout),
         heldout_accuracy=float(correct[heldout].float().mean()),

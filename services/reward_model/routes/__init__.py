@@ -1,0 +1,1 @@
+"""reward-model's HTTP routes, one module per resource."""

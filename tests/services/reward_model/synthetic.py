@@ -36,3 +36,35 @@ def synthetic_segments(
         ScoredSegment(s.prefix, s.record_key, float(score), s.start, s.observations)
         for s, score in zip(segments, scores, strict=True)
     ]
+
+
+def export_synthetic(store, segments: list[ScoredSegment], run: str = "syn") -> list[str]:
+    """Write the segments with the real export writer (manifest, ram.jsonl with observations);
+    returns their prefixes."""
+    from koholint.env.export import Segment, write_segment
+
+    prefixes = []
+    for index, scored in enumerate(segments):
+        room = int(scored.start.rsplit(":", 1)[1])
+        steps = [
+            {"t": t + 1, "action": 0, "reward": 0.0, "reward_components": {},
+             "observation": row.tolist(), "state": {"room": {"indoor": False, "map": 0, "room": room}}}
+            for t, row in enumerate(scored.observations)
+        ]  # fmt: skip
+        segment = Segment(run, f"e{index:04d}", 0, steps=steps)
+        write_segment(store, segment)
+        prefixes.append(segment.prefix)
+    return prefixes
+
+
+def scores_event(run: str, prefixes: list[str], segments: list[ScoredSegment]) -> dict:
+    """A koholint.scores message as the evaluator sends it."""
+    from koholint.schemas.evaluator import ScoredSegment as EventRecord
+    from koholint.schemas.evaluator import ScoresEvent
+
+    records = [
+        EventRecord(prefix=prefix, record_key=f"rk-{prefix}", label="progress", score=s.score)
+        for prefix, s in zip(prefixes, segments, strict=True)
+    ]
+    return ScoresEvent(run=run, scores_key=f"scores/{run}/batches/0.jsonl", judge_config_hash="h",
+                       backend="rules", records=records).model_dump(mode="json")  # fmt: skip

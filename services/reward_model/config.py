@@ -1,0 +1,44 @@
+"""reward-model settings, from the environment with the prefix KOHOLINT_REWARD_MODEL_."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from koholint.bus import STREAM_REWARD_MODELS, STREAM_SCORES
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KOHOLINT_REWARD_MODEL_", extra="ignore")
+
+    store_url: str = Field("runs/store", description="object store: path, file:// or s3://")
+    redis_url: str = Field(
+        "", description="Redis for koholint.scores / reward-models; empty = none"
+    )
+    consume: bool = Field(True, description="consume koholint.scores (needs redis_url)")
+    scores_stream: str = Field(STREAM_SCORES, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
+    models_stream: str = Field(STREAM_REWARD_MODELS, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
+    group: str = Field(
+        "reward-model", pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="consumer group"
+    )
+    consumer_name: str = Field("reward-model-0", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
+    block_ms: int = Field(1000, ge=1, le=60_000, description="wait for new scores per read")
+    train_after_new_pairs: int = Field(
+        64, ge=1, le=1_000_000, description="train when this many new pairs arrived since the last"
+    )
+    margin: float = Field(1.0, ge=0, le=10, description="score gap below which a pair is a tie")
+    min_pairs: int = Field(20, ge=2, le=1_000_000, description="no training below this many")
+    max_pairs: int = Field(20_000, ge=2, le=1_000_000)
+    max_segments: int = Field(2000, ge=2, le=100_000, description="oldest dropped past this")
+    accuracy_floor: float = Field(
+        0.6, ge=0, le=1, description="publish only above this held-out accuracy"
+    )
+    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64], min_length=1, max_length=8)
+    learning_rate: float = Field(3e-3, gt=0, le=1)
+    weight_decay: float = Field(1e-2, ge=0, le=1)
+    max_steps: int = Field(400, ge=1, le=100_000)
+    patience: int = Field(8, ge=1, le=1000)
+    heldout_fraction: float = Field(0.2, gt=0, lt=1)
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    log_level: str = "INFO"

@@ -1,0 +1,293 @@
+"""The reward model's state: the preference dataset, training, publishing, scoring, and the
+consumer of ``koholint.scores``.
+
+Scores arrive as ``ScoresEvent`` messages (the evaluator's contract) naming each segment's
+prefix and ensemble score; the segment's observations are read from the store
+(``koholint.env.export.read_segment``). When ``train_after_new_pairs`` new pairs have
+arrived since the last attempt, or when asked, R_phi is fitted and, if its held-out accuracy
+beats the floor, published as a new version and announced on ``koholint.reward-models``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+import time
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+from pydantic import ValidationError
+
+from koholint.bus import Bus
+from koholint.env.export import SegmentFormatError, read_segment
+from koholint.reward.features import encoder_version
+from koholint.reward.model import (
+    PREFIX,
+    LoadedRewardModel,
+    RewardModelError,
+    latest_version,
+    list_versions,
+    load_version,
+    new_version,
+    publish,
+    read_card,
+    weights_bytes,
+)
+from koholint.schemas.evaluator import SCORE_SCHEMA_VERSION, ScoresEvent
+from koholint.schemas.reward_model import (
+    ModelList,
+    RewardModelCard,
+    RewardModelEvent,
+    ScoreRequest,
+    ScoreResponse,
+    TrainStatus,
+)
+from koholint.store import ObjectStore, StoreError
+from koholint.web.problems import ConflictError, NotFoundError, UnprocessableError
+from reward_model.bradley_terry import FitConfig, FitResult, TrainingError, fit
+from reward_model.config import Settings
+from reward_model.metrics import Metrics
+from reward_model.preferences import ScoredSegment, build_preferences, scored_segment
+
+logger = logging.getLogger("reward_model.service")
+
+
+class RewardModelService:
+    def __init__(self, settings: Settings, store: ObjectStore, bus: Bus | None = None,
+                 metrics: Metrics | None = None) -> None:  # fmt: skip
+        self.settings, self.store, self.bus = settings, store, bus
+        self.metrics = metrics or Metrics()
+        self.encoder_version = encoder_version()
+        self.last_training: TrainStatus | None = None
+        self._segments: OrderedDict[str, ScoredSegment] = OrderedDict()
+        self._pairs_at_last_training = 0
+        self._dataset_lock = threading.Lock()
+        self._training_lock = threading.Lock()
+        self._loaded: dict[str, LoadedRewardModel] = {}
+
+    # -- the dataset ---------------------------------------------------------------
+    def add_score(self, prefix: str, record_key: str, score: float | None) -> bool:
+        """Add one scored segment (a newer score of the same segment replaces the older)."""
+        if score is None:
+            self.metrics.rejected.labels("unscored").inc()  # every judge abstained
+            return False
+        try:
+            stored = read_segment(self.store, prefix)
+            manifest_encoder = stored.manifest.get("encoder_version")
+            if manifest_encoder != self.encoder_version:
+                raise SegmentFormatError(
+                    f"{prefix}: encoder {manifest_encoder}, not {self.encoder_version}"
+                )
+            segment = scored_segment(stored, record_key, score)
+        except (SegmentFormatError, StoreError, ValueError, KeyError) as error:
+            self.metrics.rejected.labels("segment_unreadable").inc()
+            logger.warning("scored segment refused: %s", error, extra={"event": "segment_refused"})
+            return False
+        with self._dataset_lock:
+            self._segments.pop(prefix, None)
+            self._segments[prefix] = segment
+            while len(self._segments) > self.settings.max_segments:
+                self._segments.popitem(last=False)
+        return True
+
+    def add_event(self, payload: dict[str, Any]) -> int:
+        """The scored segments of one ``koholint.scores`` message; returns how many were added."""
+        try:
+            event = ScoresEvent.model_validate(payload)
+        except ValidationError as error:
+            self.metrics.rejected.labels("invalid_event").inc()
+            logger.warning("invalid scores event: %s", error, extra={"event": "invalid_event"})
+            return 0
+        return sum(self.add_score(r.prefix, r.record_key, r.score) for r in event.records)
+
+    def segments(self) -> list[ScoredSegment]:
+        with self._dataset_lock:
+            return list(self._segments.values())
+
+    def pair_count(self) -> int:
+        settings = self.settings
+        pairs = build_preferences(
+            self.segments(), margin=settings.margin, max_pairs=settings.max_pairs
+        )
+        self.metrics.pairs.set(len(pairs))
+        return len(pairs)
+
+    # -- training ------------------------------------------------------------------
+    def train_if_due(self) -> TrainStatus | None:
+        if self.pair_count() - self._pairs_at_last_training < self.settings.train_after_new_pairs:
+            return None
+        return self.train("new pairs")
+
+    def train(self, reason: str = "asked") -> TrainStatus:
+        """Fit R_phi now and publish it if it beats the floor; the status says what happened."""
+        if not self._training_lock.acquire(blocking=False):
+            raise ConflictError("a training is already running; GET /v1/models shows its outcome")
+        try:
+            status = self._train(reason)
+        finally:
+            self._training_lock.release()
+        self.last_training = status
+        logger.info("training %s: %s", status.state, status.detail, extra={"event": "training"})
+        return status
+
+    def _train(self, reason: str) -> TrainStatus:
+        settings, segments = self.settings, self.segments()
+        pairs = build_preferences(segments, margin=settings.margin, max_pairs=settings.max_pairs,
+                                  seed=settings.seed)  # fmt: skip
+        self.metrics.pairs.set(len(pairs))
+        self._pairs_at_last_training = len(pairs)
+        if not pairs:
+            return self._refuse("no_pairs", f"no pair among {len(segments)} scored segments differs "
+                                f"by the margin {settings.margin}: the preference set is empty or "
+                                "one-sided; the previous version stays", 0)  # fmt: skip
+        if len(pairs) < settings.min_pairs:
+            return self._refuse("too_few_pairs", f"{len(pairs)} pairs, fewer than min_pairs "
+                                f"{settings.min_pairs}; wait for more scores", len(pairs))  # fmt: skip
+        started = time.perf_counter()
+        try:
+            result = fit(segments, pairs, self._fit_config())
+        except TrainingError as error:
+            return self._refuse(error.reason, f"{error}; the previous version stays", len(pairs))
+        seconds = time.perf_counter() - started
+        self.metrics.training_seconds.observe(seconds)
+        self.metrics.heldout_accuracy.set(result.heldout_accuracy)
+        if result.heldout_accuracy <= settings.accuracy_floor:
+            return self._refuse("below_floor", f"held-out accuracy {result.heldout_accuracy:.3f} "
+                                f"does not beat the floor {settings.accuracy_floor}; the previous "
+                                "version stays", len(pairs), result.heldout_accuracy, seconds)  # fmt: skip
+        card = self._publish(
+            result, segments, [source for pair in pairs for source in pair.sources]
+        )
+        return TrainStatus(state="published", detail=f"{reason}: published {card.version}",
+                           version=card.version, pairs=result.pairs,
+                           heldout_accuracy=result.heldout_accuracy, seconds=seconds)  # fmt: skip
+
+    def _refuse(self, reason: str, detail: str, pairs: int, accuracy: float | None = None,
+                seconds: float = 0.0) -> TrainStatus:  # fmt: skip
+        self.metrics.rejected.labels(reason).inc()
+        return TrainStatus(state="refused", detail=detail, pairs=pairs,
+                           heldout_accuracy=accuracy, seconds=seconds)  # fmt: skip
+
+    def _fit_config(self) -> FitConfig:
+        s = self.settings
+        return FitConfig(hidden_sizes=list(s.hidden_sizes), learning_rate=s.learning_rate,
+                         weight_decay=s.weight_decay, max_steps=s.max_steps, patience=s.patience,
+                         heldout_fraction=s.heldout_fraction, seed=s.seed)  # fmt: skip
+
+    def _publish(
+        self, result: FitResult, segments: list[ScoredSegment], sources: list[str]
+    ) -> RewardModelCard:
+        card = RewardModelCard(
+            version=new_version(), created_at=time.time(), encoder_version=self.encoder_version,
+            observation_size=result.function.observation_size,
+            hidden_sizes=list(self.settings.hidden_sizes), output_mean=result.function.output_mean,
+            output_std=result.function.output_std, pairs=result.pairs,
+            heldout_pairs=result.heldout_pairs, heldout_accuracy=result.heldout_accuracy,
+            segments=len(segments), epochs=result.steps, seed=self.settings.seed,
+            weights_sha256=hashlib.sha256(weights_bytes(result.function)).hexdigest(),
+            source_scores=sorted(set(sources)),
+        )  # fmt: skip
+        publish(self.store, card, result.function)
+        self.metrics.versions.inc()
+        if self.bus is not None:
+            event = RewardModelEvent(version=card.version, prefix=f"{PREFIX}/{card.version}",
+                                     encoder_version=card.encoder_version,
+                                     heldout_accuracy=card.heldout_accuracy)  # fmt: skip
+            self.bus.publish(self.settings.models_stream, event.model_dump(mode="json"))
+        return card
+
+    # -- versions and scoring -----------------------------------------------------------
+    def models(self) -> ModelList:
+        cards = []
+        for version in list_versions(self.store):
+            try:
+                cards.append(read_card(self.store, version))
+            except RewardModelError as error:
+                logger.warning(
+                    "unreadable version: %s", error, extra={"event": "version_unreadable"}
+                )
+        return ModelList(
+            models=cards, last_training=self.last_training, segments=len(self.segments())
+        )
+
+    def latest(self) -> LoadedRewardModel:
+        version = latest_version(self.store)
+        if version is None:
+            raise NotFoundError(
+                "no reward model has been published yet: POST /v1/train once scores arrived"
+            )
+        return self.load(version)
+
+    def load(self, version: str) -> LoadedRewardModel:
+        if version not in self._loaded:
+            if not self.store.exists(f"{PREFIX}/{version}/model.json"):
+                raise NotFoundError(f"no reward-model version {version}; GET /v1/models lists them")
+            try:
+                self._loaded[version] = load_version(
+                    self.store, version, expected_encoder=self.encoder_version
+                )
+            except RewardModelError as error:
+                raise ConflictError(str(error)) from None
+        return self._loaded[version]
+
+    def score(self, request: ScoreRequest) -> ScoreResponse:
+        model = self.load(request.version) if request.version else self.latest()
+        size = model.function.observation_size
+        wrong = next((i for i, row in enumerate(request.observations) if len(row) != size), None)
+        if wrong is not None:
+            raise UnprocessableError(f"observations[{wrong}] has {len(request.observations[wrong])} "
+                                     f"floats; the model takes {size}", field=f"observations.{wrong}")  # fmt: skip
+        observations = np.array(request.observations, np.float32)
+        if not np.isfinite(observations).all():
+            raise UnprocessableError("observations hold NaN or inf", field="observations")
+        rewards = model.function(observations)
+        return ScoreResponse(version=model.version, rewards=rewards.tolist(),
+                             segment_reward=float(rewards.mean()))  # fmt: skip
+
+    # -- the consumer ------------------------------------------------------------------
+    def consume_once(self) -> int:
+        """Read and handle one batch of ``koholint.scores`` messages; returns how many."""
+        assert self.bus is not None
+        settings = self.settings
+        messages = self.bus.consume(settings.scores_stream, settings.group, settings.consumer_name,
+                                    count=16, block_ms=settings.block_ms)  # fmt: skip
+        for message in messages:
+            self.add_event(message.payload)
+            self.bus.ack(settings.scores_stream, settings.group, [message.id])
+        if messages:
+            self.train_if_due()
+        return len(messages)
+
+    def consume_forever(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                self.consume_once()
+            except Exception:  # the consumer outlives a bad message or a Redis hiccup
+                logger.exception(
+                    "scores consumer failed; retrying", extra={"event": "consumer_failed"}
+                )
+                stop.wait(1.0)
+
+
+def load_score_records(
+    store: ObjectStore, prefix: str = "scores/"
+) -> list[tuple[str, str, float | None]]:
+    """(segment prefix, record key, score) of every score record in the batch files under
+    `prefix`, the newest record of each segment."""
+    newest: dict[str, tuple[float, str, float | None]] = {}
+    for key in store.list(prefix):
+        if not key.endswith(".jsonl"):
+            continue
+        for line in store.get(key).decode().splitlines():
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if record.get("schema_version") != SCORE_SCHEMA_VERSION or "prefix" not in record:
+                continue
+            when = float(record.get("scored_at", 0.0))
+            if record["prefix"] not in newest or newest[record["prefix"]][0] <= when:
+                newest[record["prefix"]] = (when, record["record_key"], record.get("score"))
+    return [(segment, key, score) for segment, (_, key, score) in sorted(newest.items())]
