@@ -1,18 +1,25 @@
 """A Go-Explore-style archive of cells: where the agent has been, and how to get back there.
 
-A cell is (room key, x // bin, y // bin, progress level): where Link stands, and how far
-along the route the game is (items plus keys held, ``koholint.env.zelda.progress_level``), as the
-Go-Explore paper's cells count the keys held. Without the level the fewest-steps rule kept
-the sword-less paths to the dungeon, and no restart there could beat the key hall
-(BENCHMARKS.md). For each cell the archive keeps the best save state that reached it —
-fewest steps into the episode, then highest return — and counts how often the cell was
-visited and chosen as a restart. Restarts are drawn with weight
+A cell is (room key, x // bin, y // bin, progress level, ...): where Link stands, and how far
+along the route the game is (sword, puzzles solved, keys held and doors opened, instrument:
+``koholint.env.zelda.progress_level``), as the Go-Explore paper's cells count the keys held.
+Without the level the fewest-steps rule kept the sword-less paths to the dungeon, and no
+restart there could beat the key hall (BENCHMARKS.md). Callers may add more to a cell (phase 1
+of ``koholint.explore`` adds the enemies left in the room and where the block stands).
 
-    w = 1 / sqrt(1 + chosen) + 0.5 / sqrt(1 + visits) + 2 * found_order / cells
+For each cell the archive keeps the best save state that reached it — a higher level first,
+then fewer steps into the episode, then a higher return — optionally with the actions that
+reach it from the start (the trajectory), and counts how often the cell was visited and
+chosen as a restart. Restarts are drawn with weight
 
-so cells rarely chosen, rarely visited and recently found (the frontier) come first. The
-archive persists in the object store (``<prefix>/index.json`` and ``<prefix>/states/<id>.state``) and a
-restarted run resumes it.
+    w = (1 / sqrt(1 + chosen) + 0.5 / sqrt(1 + visits) + 2 * found_order / cells)
+        * LEVEL_BASE ** (level - highest level in the archive)
+
+so cells rarely chosen, rarely visited and recently found (the frontier) come first, and a
+cell one level below the best known weighs a third as much: restarts go where the route is.
+The archive persists in the object store (``<prefix>/index.json``,
+``<prefix>/states/<id>.state`` and ``<prefix>/trajectories/<id>.actions``) and a restarted run
+resumes it.
 """
 
 from __future__ import annotations
@@ -28,9 +35,11 @@ import numpy as np
 
 from koholint.store import ObjectStore, put_json
 
-ARCHIVE_SCHEMA_VERSION = 2  # 2: cells carry the progress level
-Cell = tuple[tuple[int, int, int], int, int, int]
+ARCHIVE_SCHEMA_VERSION = 3  # 2: cells carry the progress level; 3: it counts puzzles and doors
+# (room key, x bin, y bin, progress level, ...): ints after the room key.
+Cell = tuple[Any, ...]
 RECENCY = 2.0
+LEVEL_BASE = 3.0
 
 
 @dataclass
@@ -42,12 +51,23 @@ class CellRecord:
     visits: int = 1
     chosen: int = 0
     found_order: int = 0
+    level: int = 0
 
-    def weight(self, archive_size: int) -> float:
+    def weight(
+        self, archive_size: int, top_level: int | None = None, level_base: float = LEVEL_BASE
+    ) -> float:
         """Rarely chosen and rarely visited cells weigh more (Go-Explore's count terms), and
-        so do recently found ones: the newest cells are the frontier (up to +RECENCY)."""
+        so do recently found ones: the newest cells are the frontier (up to +RECENCY). Each
+        level below `top_level` divides the weight by `level_base`."""
         recency = RECENCY * (self.found_order + 1) / max(archive_size, self.found_order + 1)
-        return 1.0 / math.sqrt(1 + self.chosen) + 0.5 / math.sqrt(1 + self.visits) + recency
+        counts = 1.0 / math.sqrt(1 + self.chosen) + 0.5 / math.sqrt(1 + self.visits) + recency
+        below = 0 if top_level is None else max(top_level - self.level, 0)
+        return counts * level_base**-below
+
+    def better_than(self, level: int, steps: int, episode_return: float) -> bool:
+        """Whether (level, steps, return) beats this record: higher level, then fewer steps,
+        then a higher return."""
+        return (level, -steps, episode_return) > (self.level, -self.steps, self.episode_return)
 
 
 def cell_id(cell: Cell) -> str:
@@ -61,39 +81,57 @@ class Archive:
         store: ObjectStore | None = None,
         prefix: str = "archives/default",
         max_cells: int = 100_000,
+        level_base: float = LEVEL_BASE,
     ) -> None:
+        if level_base < 1.0:
+            raise ValueError(f"level_base {level_base} must be >= 1 (1 ignores the level)")
+        self.level_base = level_base
         self.store = store
         self.prefix = prefix.rstrip("/")
         self.max_cells = max_cells
         self.cells: dict[Cell, CellRecord] = {}
         self._states: dict[str, bytes] = {}
+        self._trajectories: dict[str, bytes] = {}
         self._dirty: set[str] = set()
+        self.top_level = 0
 
     def __len__(self) -> int:
         return len(self.cells)
 
     def observe(
-        self, cell: Cell, steps: int, episode_return: float, state: Callable[[], bytes]
+        self,
+        cell: Cell,
+        steps: int,
+        episode_return: float,
+        state: Callable[[], bytes],
+        *,
+        level: int | None = None,
+        trajectory: Callable[[], bytes] | None = None,
     ) -> bool:
-        """Count a visit; keep the state when the cell is new or reached faster (or equally
-        fast with a higher return). `state` is called only when the state is kept."""
+        """Count a visit; keep the state when the cell is new or better reached (see
+        CellRecord.better_than; `level` defaults to the cell's fourth entry). `state` and
+        `trajectory` (the actions from the start, one byte each) are called only when kept."""
+        if level is None:
+            level = int(cell[3]) if len(cell) > 3 else 0
         record = self.cells.get(cell)
         if record is not None:
             record.visits += 1
-            better = steps < record.steps or (
-                steps == record.steps and episode_return > record.episode_return
-            )
-            if not better:
+            if not record.better_than(level, steps, episode_return):
                 return False
-            record.steps, record.episode_return = steps, episode_return
+            record.level, record.steps, record.episode_return = level, steps, episode_return
         else:
             if len(self.cells) >= self.max_cells:
                 return False
             record = CellRecord(
-                cell, cell_id(cell), steps, episode_return, found_order=len(self.cells)
+                cell, cell_id(cell), steps, episode_return, found_order=len(self.cells), level=level
             )
             self.cells[cell] = record
+        self.top_level = max(self.top_level, level)
         self._states[record.state_id] = state()
+        if trajectory is not None:
+            self._trajectories[record.state_id] = trajectory()
+        else:
+            self._trajectories.pop(record.state_id, None)
         self._dirty.add(record.state_id)
         return True
 
@@ -106,7 +144,9 @@ class Archive:
         if not self.cells:
             raise LookupError("the archive is empty: observe some cells before selecting")
         records = list(self.cells.values())
-        weights = np.array([record.weight(len(records)) for record in records])
+        top = self.top_level
+        base = self.level_base
+        weights = np.array([record.weight(len(records), top, base) for record in records])
         record = records[int(rng.choice(len(records), p=weights / weights.sum()))]
         record.chosen += 1
         return record
@@ -120,12 +160,24 @@ class Archive:
             )
         return self._states[record.state_id]
 
+    def trajectory(self, record: CellRecord) -> bytes:
+        """The actions (one byte each) that reach the cell's state from the start."""
+        if record.state_id not in self._trajectories:
+            key = f"{self.prefix}/trajectories/{record.state_id}.actions"
+            if self.store is None or not self.store.exists(key):
+                raise LookupError(f"no trajectory for cell {record.cell}")
+            self._trajectories[record.state_id] = self.store.get(key)
+        return self._trajectories[record.state_id]
+
     def save(self) -> None:
         """Write new and improved states, then the index, to the store."""
         if self.store is None:
             raise LookupError("this archive has no store to save into")
         for state_id in sorted(self._dirty):
             self.store.put(f"{self.prefix}/states/{state_id}.state", self._states[state_id])
+            if state_id in self._trajectories:
+                key = f"{self.prefix}/trajectories/{state_id}.actions"
+                self.store.put(key, self._trajectories[state_id])
         self._dirty.clear()
         index = {
             "schema_version": ARCHIVE_SCHEMA_VERSION,
@@ -134,9 +186,15 @@ class Archive:
         put_json(self.store, f"{self.prefix}/index.json", index)
 
     @classmethod
-    def load(cls, store: ObjectStore, prefix: str, max_cells: int = 100_000) -> Archive:
+    def load(
+        cls,
+        store: ObjectStore,
+        prefix: str,
+        max_cells: int = 100_000,
+        level_base: float = LEVEL_BASE,
+    ) -> Archive:
         """Resume an archive saved under `prefix` (an empty one if none was saved)."""
-        archive = cls(store=store, prefix=prefix, max_cells=max_cells)
+        archive = cls(store=store, prefix=prefix, max_cells=max_cells, level_base=level_base)
         if not store.exists(f"{archive.prefix}/index.json"):
             return archive
         index = json.loads(store.get(f"{archive.prefix}/index.json"))
@@ -149,16 +207,17 @@ class Archive:
         for item in index["cells"]:
             record = _record_from_json(item)
             archive.cells[record.cell] = record
+            archive.top_level = max(archive.top_level, record.level)
         return archive
 
 
 def _record_to_json(record: CellRecord) -> dict[str, Any]:
     document = asdict(record)
-    room, x, y, level = record.cell
-    document["cell"] = [list(room), x, y, level]
+    room, *rest = record.cell
+    document["cell"] = [list(room), *rest]
     return document
 
 
 def _record_from_json(document: dict[str, Any]) -> CellRecord:
-    room, x, y, level = document["cell"]
-    return CellRecord(**{**document, "cell": (tuple(room), x, y, level)})
+    room, *rest = document["cell"]
+    return CellRecord(**{**document, "cell": (tuple(room), *rest)})

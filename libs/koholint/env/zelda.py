@@ -445,10 +445,11 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
 _WORLD = int(GameplayType.WORLD)
 # The cartridge's progress, in route order: (name, room-status address, flag) or a RawState test.
-MILESTONES = ("sword", "puzzle", "dungeon", "key", "instrument")
+MILESTONES = ("sword", "puzzle", "dungeon", "key", "lock", "instrument")
 _PUZZLE_ROOM_STATUS = RamAddress.OVERWORLD_ROOM_STATUS + 0x01
 _DUNGEON_ENTRANCE_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x10
 _KEY_HALL_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x08
+_LOCK_HALL_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x09
 
 
 def milestones(memory: Any, raw: RawState) -> dict[str, bool]:
@@ -459,13 +460,27 @@ def milestones(memory: Any, raw: RawState) -> dict[str, bool]:
         "puzzle": bool(memory[_PUZZLE_ROOM_STATUS] & RoomFlag.PUZZLE_SOLVED),
         "dungeon": bool(memory[_DUNGEON_ENTRANCE_STATUS] & RoomFlag.VISITED),
         "key": bool(memory[_KEY_HALL_STATUS] & RoomFlag.KEY_TAKEN),
+        "lock": bool(memory[_LOCK_HALL_STATUS] & RoomFlag.DOOR_OPEN),
         "instrument": raw.instrument,
     }
 
 
-def progress_level(raw: RawState) -> int:
-    """Items held plus small keys: how far along the route a state is, whatever the room."""
-    return _items_held(raw) + int(raw.keys)
+def progress_level(raw: RawState, memory: Any = None) -> int:
+    """How far along the route a state is, whatever the room: items held (the sword), puzzles
+    solved, small keys held, doors opened (2 each, so spending a key on a door still counts
+    as progress: held -1, opened +2) and the instrument. It never falls along the route.
+    `memory` (default: the memory `raw` was read from) holds the room flags."""
+    flags = bytes(raw._memory[_ROOM_FLAGS] if memory is None else memory[_ROOM_FLAGS])
+    return _items_held(raw) + sum(flags.translate(_FLAG_PROGRESS)) + raw.keys + raw.instrument
+
+
+# The overworld and indoor room flag tables (D800-D9FF), read in one slice, and what each
+# flags byte adds to the progress level (one translate + sum: ~15 us, the env step is ~330 us).
+_ROOM_FLAGS = slice(int(RamAddress.OVERWORLD_ROOM_STATUS), int(RamAddress.INDOOR_ROOM_STATUS) + 256)
+_FLAG_PROGRESS = bytes(
+    bool(flags & RoomFlag.PUZZLE_SOLVED) + 2 * bool(flags & RoomFlag.DOOR_OPEN)
+    for flags in range(256)
+)
 
 
 def _items_held(raw: RawState) -> int:

@@ -84,6 +84,47 @@ def test_env_restarts_from_an_archived_cell():
 
 def test_an_archive_of_an_older_trainer_names_the_fix(tmp_path: Path):
     store = LocalStore(tmp_path)
-    store.put("archives/old/index.json", b'{"schema_version": 1, "cells": []}')
+    store.put("archives/old/index.json", b'{"schema_version": 2, "cells": []}')
     with pytest.raises(ValueError, match="another name, or delete archives/old/"):
         Archive.load(store, "archives/old")
+
+
+def test_a_higher_level_beats_fewer_steps():
+    """Phase 1 may keep one cell for several levels: the level decides, then the steps."""
+    archive = Archive()
+    cell = (VILLAGE, 1, 1, 0)
+    assert archive.observe(cell, 50, 0.0, lambda: b"level-1", level=1)
+    assert not archive.observe(cell, 10, 0.0, lambda: b"level-0 faster", level=0)
+    assert archive.observe(cell, 80, 0.0, lambda: b"level-2 slower", level=2)
+    assert archive.state(archive.cells[cell]) == b"level-2 slower"
+    assert archive.cells[cell].level == 2
+    assert archive.top_level == 2
+
+
+def test_selection_crowds_the_highest_level():
+    archive = Archive(level_base=10.0)
+    for x in range(20):
+        archive.observe((VILLAGE, x, 0, 0), x + 1, 0.0, lambda: b"s")
+    archive.observe((VILLAGE, 0, 1, 1), 30, 0.0, lambda: b"s")  # the one cell with the sword
+    top = archive.cells[(VILLAGE, 0, 1, 1)]
+    low = archive.cells[(VILLAGE, 19, 0, 0)]
+    assert top.weight(21, 1, 10.0) == pytest.approx(10 * low.weight(21, 1, 10.0), rel=0.2)
+    picks = [archive.select(np.random.default_rng(seed)).cell for seed in range(400)]
+    assert picks.count(top.cell) > 0.25 * len(picks)  # 1 cell of 21, a third of the restarts
+    with pytest.raises(ValueError, match="level_base"):
+        Archive(level_base=0.5)
+
+
+def test_trajectories_are_kept_with_their_states_and_persist(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    archive = Archive(store=store, prefix="archives/explore")
+    cell = (VILLAGE, 2, 3, 0, 1, 255)  # phase 1's longer cells persist too
+    archive.observe(cell, 3, 0.0, lambda: b"s", trajectory=lambda: bytes([1, 1, 4]))
+    archive.save()
+    resumed = Archive.load(store, "archives/explore")
+    record = resumed.cells[cell]
+    assert resumed.trajectory(record) == bytes([1, 1, 4])
+    assert resumed.top_level == 0
+    archive.observe(cell, 2, 0.0, lambda: b"t")  # improved without a trajectory: none is kept
+    with pytest.raises(LookupError, match="no trajectory"):
+        Archive().trajectory(record)

@@ -14,7 +14,7 @@ from gymnasium.utils.env_checker import check_env
 
 import koholint
 from koholint.baselines.policies import WALKTHROUGH_ENV, WalkthroughPolicy
-from koholint.env.zelda import Action, EnvConfigError, ZeldaEnv
+from koholint.env.zelda import Action, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.emulator import GameBoy
 from koholint.game.ram import RamAddress
 from koholint.game.rom import TITLE_START, bundled_cartridge, header_checksum
@@ -376,9 +376,15 @@ def test_cartridge_seed_changes_enemy_placement():
 @pytest.mark.parametrize(
     ("start", "expected"),
     [
-        ("start_of_play", {"sword": False, "puzzle": False, "dungeon": False, "key": False}),
-        ("before_puzzle", {"sword": True, "puzzle": False, "dungeon": False, "key": False}),
-        ("last_room", {"sword": True, "puzzle": True, "dungeon": True, "key": True}),
+        (
+            "start_of_play",
+            {"sword": False, "puzzle": False, "dungeon": False, "key": False, "lock": False},
+        ),
+        (
+            "before_puzzle",
+            {"sword": True, "puzzle": False, "dungeon": False, "key": False, "lock": False},
+        ),
+        ("last_room", {"sword": True, "puzzle": True, "dungeon": True, "key": True, "lock": True}),
     ],
 )
 def test_episode_end_reports_milestones(start, expected):
@@ -389,3 +395,16 @@ def test_episode_end_reports_milestones(start, expected):
     _, _, _, truncated, info = env.step(0)
     assert truncated
     assert info["milestones"] == {**expected, "instrument": False}
+
+
+@pytest.mark.parametrize(
+    ("start", "level"),
+    [("start_of_play", 0), ("before_puzzle", 1), ("dungeon_entrance", 2), ("last_room", 4)],
+)
+def test_progress_level_counts_the_route(start, level):
+    """Sword 1, puzzle 1, a door opened 2 (its key spent): the level never falls on the route."""
+    env = ZeldaEnv(start_state=start, info_state=False)
+    env.reset(seed=0)
+    assert progress_level(env.raw_state) == level
+    env.gameboy.memory[RamAddress.DUNGEON_SMALL_KEYS] = 1
+    assert progress_level(env._read()) == level + 1
