@@ -1,0 +1,159 @@
+"""The reward-model service really listening on a port, over a real Redis and moto's S3
+server (a separate process speaking HTTP): scores in, a version out, the trainer's event."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+import uuid
+
+import httpx
+import pytest
+from synthetic import export_synthetic, scores_event, synthetic_segments
+
+from koholint.bus import RedisBus
+from koholint.store import open_store
+from reward_model.app import create_app
+from reward_model.config import Settings
+from reward_model.service import RewardModelService
+
+ACCESS, SECRET, BUCKET = "testing-access", "testing-secret", "koholint-rm"
+METRICS = (
+    "reward_model_pairs", "reward_model_versions_total", "reward_model_heldout_accuracy",
+    "reward_model_training_seconds_bucket", 'reward_model_rejected_total{reason="no_pairs"}',
+)  # fmt: skip
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    """moto's S3 server on a loopback port."""
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline:
+                process.kill()
+                pytest.fail("moto server did not start")
+            time.sleep(0.1)
+    yield f"127.0.0.1:{port}"
+    process.terminate()
+    process.wait(timeout=10)
+
+
+@pytest.fixture
+def redis_client():
+    import redis
+
+    client = redis.Redis(host="127.0.0.1", port=6379, socket_connect_timeout=2)
+    try:
+        client.ping()
+    except redis.ConnectionError:
+        pytest.fail("no Redis on 127.0.0.1:6379: start one (redis-server --daemonize yes)")
+    yield client
+    client.close()
+
+
+@pytest.fixture
+def settings(s3_endpoint, redis_client, monkeypatch) -> Settings:
+    monkeypatch.setenv("KOHOLINT_S3_ACCESS_KEY", ACCESS)
+    monkeypatch.setenv("KOHOLINT_S3_SECRET_KEY", SECRET)
+    suffix = uuid.uuid4().hex[:8]
+    url = f"s3://{BUCKET}/rm-{suffix}?endpoint={s3_endpoint}&secure=false&region=us-east-1"
+    store = open_store(url)
+    if not store.client.bucket_exists(BUCKET):  # type: ignore[attr-defined]
+        store.client.make_bucket(BUCKET)  # type: ignore[attr-defined]
+    yield Settings(
+        store_url=url, redis_url="redis://127.0.0.1:6379/0", scores_stream=f"test.scores.{suffix}",
+        models_stream=f"test.reward-models.{suffix}", consumer_name=f"rm-{suffix}",
+        train_after_new_pairs=200, min_pairs=10, max_steps=150, block_ms=100,
+    )  # fmt: skip
+    redis_client.delete(f"test.scores.{suffix}", f"test.reward-models.{suffix}")
+
+
+def wait_for_version(url: str, timeout: float = 90) -> dict:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        listing = httpx.get(f"{url}/v1/models").json()
+        if listing["models"]:
+            return listing
+        time.sleep(0.3)
+    pytest.fail(f"no version published; last listing {listing}")
+
+
+def test_scores_on_redis_become_a_version_in_s3(settings, redis_client, serve):
+    url = serve(create_app(settings))
+    assert httpx.get(f"{url}/readyz").json() == {"status": "ready", "store": "ok", "redis": "ok"}
+    store = open_store(settings.store_url)
+    segments = synthetic_segments(50, steps=10, seed=6)
+    prefixes = export_synthetic(store, segments, run="live")
+    bus = RedisBus(redis_client)
+    bus.publish(settings.scores_stream, scores_event("live", prefixes, segments))
+    listing = wait_for_version(url)
+    (card,) = listing["models"]
+    assert listing["segments"] == 50
+    assert listing["last_training"]["state"] == "published"
+    assert httpx.get(f"{url}/v1/models/latest").json() == card
+    event = bus.consume(settings.models_stream, "trainer", "t", count=5)[0].payload
+    assert event["version"] == card["version"]
+    assert store.exists(f"reward-models/{card['version']}/weights.npz")
+    scored = httpx.post(f"{url}/v1/score", json={"observations": segments[0].observations.tolist()})
+    assert scored.status_code == 200
+    assert scored.json()["version"] == card["version"]
+    floor = Settings(**{**settings.model_dump(), "accuracy_floor": 1.0})
+    refused = httpx.post(f"{serve(create_app(floor))}/v1/train", json={"reason": "test"})
+    assert refused.json()["state"] == "refused"  # nothing new published by the second app
+    metrics = httpx.get(f"{url}/metrics").text
+    for name in METRICS:
+        assert name in metrics
+
+
+def test_bad_input_is_a_problem_naming_the_field(settings, serve):
+    url = serve(create_app(settings))
+    missing = httpx.get(f"{url}/v1/models/latest")
+    assert missing.status_code == 404
+    assert missing.headers["content-type"] == "application/problem+json"
+    assert "POST /v1/train" in missing.json()["detail"]
+    too_short = httpx.post(f"{url}/v1/score", json={"observations": []})
+    assert too_short.status_code == 422
+    assert "observations" in str(too_short.json())
+    bad_version = httpx.post(
+        f"{url}/v1/score", json={"observations": [[0.0] * 128], "version": "x"}
+    )
+    assert bad_version.status_code == 422
+    empty = httpx.post(f"{url}/v1/train").json()
+    assert empty["state"] == "refused"
+    assert "empty or one-sided" in empty["detail"]
+    paths = httpx.get(f"{url}/openapi.json").json()["paths"]
+    assert {"404", "409"} <= set(paths["/v1/score"]["post"]["responses"])
+
+
+def test_a_corrupt_latest_version_is_refused_with_the_fix(settings, serve):
+    url = serve(create_app(Settings(**{**settings.model_dump(), "consume": False})))
+    store = open_store(settings.store_url)
+    segments = synthetic_segments(30, steps=6, seed=8)
+    prefixes = export_synthetic(store, segments, run="corrupt")
+    # Train through a second service on the same store, then corrupt the version's weights.
+    service = RewardModelService(Settings(**{**settings.model_dump(), "consume": False}), store)
+    for prefix, scored in zip(prefixes, segments, strict=True):
+        service.add_score(prefix, scored.record_key, scored.score)
+    version = service.train().version
+    assert version is not None
+    store.put(f"reward-models/{version}/weights.npz", b"not the weights the card names")
+    response = httpx.get(f"{url}/v1/models/latest")
+    assert response.status_code == 409
+    assert "does not match the card's sha256" in response.json()["detail"]
