@@ -12,7 +12,6 @@ import kubernetes_validate
 import pytest
 import yaml
 from kubernetes_validate.utils import SchemaNotFoundError
-
 from tests.gitops.rendering import (
     ARGOCD,
     BASE,
@@ -90,7 +89,9 @@ def test_overlay_patches_live_in_patches_folder(environment: str) -> None:
     used = {patch["path"] for patch in kustomization["patches"]}
     present = {f"patches/{path.name}" for path in (folder / "patches").glob("*.yaml")}
     assert used, f"{environment} has no patches"
-    assert used == present, f"{environment}: patches unused {present - used}, missing {used - present}"
+    assert used == present, (
+        f"{environment}: patches unused {present - used}, missing {used - present}"
+    )
 
 
 @pytest.mark.parametrize("environment", ENVIRONMENTS)
@@ -114,7 +115,9 @@ def test_native_objects_match_kubernetes_schemas(kustomization: str) -> None:
         try:
             kubernetes_validate.validate(manifest, KUBERNETES_VERSION, strict=True)
         except SchemaNotFoundError:
-            assert is_custom(manifest), f"{name_of(manifest)}: unknown kind {manifest['apiVersion']}"
+            assert is_custom(manifest), (
+                f"{name_of(manifest)}: unknown kind {manifest['apiVersion']}"
+            )
         except kubernetes_validate.ValidationError as error:
             pytest.fail(f"{name_of(manifest)} in {kustomization}: {error.message}")
 
@@ -185,7 +188,8 @@ def test_service_settings_come_from_config_maps_and_secrets(environment: str) ->
     for name in SERVICE_DEPLOYMENTS:
         container = find(manifests, "Deployment", name)["spec"]["template"]["spec"]["containers"][0]
         sources = [source["configMapRef"]["name"] for source in container.get("envFrom", [])]
-        assert sources and set(sources) <= config_maps, f"{name}: settings ConfigMap missing"
+        assert sources, f"{name} takes no settings from a ConfigMap"
+        assert set(sources) <= config_maps, f"{name}: settings ConfigMap missing"
         for variable in container.get("env", []):
             assert not ("value" in variable and SECRET_LIKE.search(variable["name"])), (
                 f"{name}: {variable['name']} is a literal; take it from a Secret"
@@ -219,7 +223,9 @@ def referenced_config_maps(template: Manifest) -> set[str]:
         if "configMapRef" in source
     }
     return names | {
-        volume["configMap"]["name"] for volume in template["spec"].get("volumes", []) if "configMap" in volume
+        volume["configMap"]["name"]
+        for volume in template["spec"].get("volumes", [])
+        if "configMap" in volume
     }
 
 
@@ -255,14 +261,17 @@ def test_every_image_is_built_here_or_an_upstream_release(environment: str) -> N
     for manifest in render(OVERLAYS[environment]):
         for image in images(manifest):
             repository, _, tag = image.rpartition(":")
-            assert repository and tag and tag != "latest", f"{image}: pin a release tag"
+            assert repository, f"{image}: name a tag"
+            assert tag not in ("", "latest"), f"{image}: pin a release tag"
             seen.add(repository)
             ours = re.fullmatch(r"(?:ghcr\.io/)?koholint/([a-z0-9-]+)", repository)
             if ours:
                 dockerfile = REPO_ROOT / "docker" / f"Dockerfile.{ours.group(1)}"
                 assert dockerfile.is_file(), f"{image}: no {dockerfile.relative_to(REPO_ROOT)}"
             else:
-                assert repository in UPSTREAM_IMAGES, f"{image} is neither ours nor a known upstream"
+                assert repository in UPSTREAM_IMAGES, (
+                    f"{image} is neither ours nor a known upstream"
+                )
     for name in SERVICE_DEPLOYMENTS:
         assert f"ghcr.io/koholint/{name}" in seen, f"{environment} runs no {name} image"
 
@@ -335,12 +344,18 @@ def test_prod_has_machine_sets_budgets_and_autoscalers() -> None:
     }
     assert pools == {"llm-inference", "pyboy-training"}
     for model in (m for m in manifests if m["kind"] == "InferenceService"):
-        assert model["spec"]["predictor"]["nodeSelector"] == {"koholint.dev/node-pool": "llm-inference"}
+        assert model["spec"]["predictor"]["nodeSelector"] == {
+            "koholint.dev/node-pool": "llm-inference"
+        }
     ray = find(manifests, "RayCluster", "interactive")
     head = ray["spec"]["headGroupSpec"]["template"]["spec"]
     assert head["nodeSelector"] == {"koholint.dev/node-pool": "pyboy-training"}
     deployments = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "Deployment"}
-    scaled = {m["spec"]["scaleTargetRef"]["name"] for m in manifests if m["kind"] == "HorizontalPodAutoscaler"}
+    scaled = {
+        m["spec"]["scaleTargetRef"]["name"]
+        for m in manifests
+        if m["kind"] == "HorizontalPodAutoscaler"
+    }
     assert scaled == {"planner", "evaluator", "console"}, "HPAs belong on the stateless services"
     for name in scaled:
         autoscaler = find(manifests, "HorizontalPodAutoscaler", name)
@@ -395,7 +410,9 @@ def test_gateway_routes_each_path_to_an_inference_pool() -> None:
         service = find(manifests, "Service", picker["name"])
         assert picker["port"]["number"] in [p["port"] for p in service["spec"]["ports"]]
         deployment = find(manifests, "Deployment", picker["name"])
-        assert f"--pool-name={name}" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        assert (
+            f"--pool-name={name}" in deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        )
         assert spec["selector"]["matchLabels"] == {"serving.kserve.io/inferenceservice": name}
         assert spec["targetPorts"] == [{"number": 8000}]
     for objective in (m for m in manifests if m["kind"] == "InferenceObjective"):
@@ -426,7 +443,8 @@ def test_ray_job_runs_training_under_kueue_on_its_own_cluster(environment: str) 
     job = find(manifests, "RayJob", "train")
     spec = job["spec"]
     assert spec["entrypoint"].startswith("koholint train")
-    assert "rayClusterSpec" in spec and "clusterSelector" not in spec
+    assert "rayClusterSpec" in spec, "the job brings its own cluster"
+    assert "clusterSelector" not in spec, "not a selector of an existing cluster"
     assert spec["shutdownAfterJobFinishes"] is True
     assert not spec["rayClusterSpec"].get("enableInTreeAutoscaling", False)
     queue_name = job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
@@ -447,9 +465,16 @@ def test_trainer_may_manage_ray_clusters_and_jobs() -> None:
         if b["kind"] == "RoleBinding"
         and ("ServiceAccount", account) in {(s["kind"], s["name"]) for s in b["subjects"]}
     ]  # fmt: skip
-    rules = [rule for b in bindings for rule in find(manifests, "Role", b["roleRef"]["name"])["rules"]]
+    rules = [
+        rule for b in bindings for rule in find(manifests, "Role", b["roleRef"]["name"])["rules"]
+    ]
     for resource in ("rayjobs", "rayclusters"):
-        verbs = {v for r in rules if "ray.io" in r["apiGroups"] and resource in r["resources"] for v in r["verbs"]}
+        verbs = {
+            v
+            for r in rules
+            if "ray.io" in r["apiGroups"] and resource in r["resources"]
+            for v in r["verbs"]
+        }
         assert {"get", "list", "watch", "create", "delete"} <= verbs, resource
 
 
@@ -466,7 +491,9 @@ def test_argocd_syncs_each_overlay_automatically() -> None:
         assert spec["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
         options = set(spec["syncPolicy"]["syncOptions"])
         assert {"RespectIgnoreDifferences=true", "SkipDryRunOnMissingResource=true"} <= options
-        ignored = {(d["kind"], pointer) for d in spec["ignoreDifferences"] for pointer in d["jsonPointers"]}
+        ignored = {
+            (d["kind"], pointer) for d in spec["ignoreDifferences"] for pointer in d["jsonPointers"]
+        }
         assert ("RayJob", "/spec/suspend") in ignored
         assert ("Job", "/spec/suspend") in ignored
 
@@ -506,6 +533,9 @@ def test_every_service_has_a_service_monitor() -> None:
     for name in SERVICE_DEPLOYMENTS:
         monitor = find(manifests, "ServiceMonitor", name)
         service = find(manifests, "Service", name)
-        assert monitor["spec"]["selector"]["matchLabels"].items() <= service["metadata"]["labels"].items()
+        assert (
+            monitor["spec"]["selector"]["matchLabels"].items()
+            <= service["metadata"]["labels"].items()
+        )
         ports = {port["name"] for port in service["spec"]["ports"]}
         assert {endpoint["port"] for endpoint in monitor["spec"]["endpoints"]} <= ports
