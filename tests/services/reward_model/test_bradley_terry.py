@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from synthetic import synthetic_segments, true_segment_reward
+from reward_synthetic import synthetic_segments, true_segment_reward
 
 from reward_model.bradley_terry import FitConfig, TrainingError, fit
 from reward_model.preferences import build_preferences

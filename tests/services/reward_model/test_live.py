@@ -11,7 +11,7 @@ import uuid
 
 import httpx
 import pytest
-from synthetic import export_synthetic, scores_event, synthetic_segments
+from reward_synthetic import export_synthetic, scores_event, synthetic_segments
 
 from koholint.bus import RedisBus
 from koholint.store import open_store

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from synthetic import export_synthetic, scores_event, synthetic_segments
+from reward_synthetic import export_synthetic, scores_event, synthetic_segments
 
 from koholint.bus import MemoryBus
 from koholint.reward.model import load_version
