@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import ctypes
+import ctypes.util
 import functools
 import json
 import logging
@@ -135,7 +137,7 @@ class SessionManager:
             raise ConflictError(f"session {session_id} is busy; retry when its request finishes")
         try:
             self._sessions.pop(session_id, None)
-            session.env.close()
+            await self.in_pool(lambda: close_env(session.env))
         finally:
             session.lock.release()
         self.metrics.sessions.set(len(self._sessions))
@@ -147,7 +149,7 @@ class SessionManager:
             if now - session.last_used > self.ttl_seconds and session.lock.acquire(blocking=False):
                 try:
                     self._sessions.pop(session.id, None)
-                    session.env.close()
+                    close_env(session.env)
                     evicted += 1
                     logger.info("session evicted", extra={"session": session.id, "event": "evict"})
                 finally:
@@ -187,6 +189,29 @@ class SessionManager:
             session.last_used_at = datetime.now(UTC)
             session.lock.release()
             self.metrics.latency.labels(operation).observe(time.perf_counter() - started)
+
+
+def close_env(env: ZeldaEnv) -> None:
+    """Close the emulator and hand the freed heap back to the system.
+
+    An emulator is a few MiB of small native allocations made in a pool thread; once freed,
+    glibc keeps them in that thread's arena, so RSS grew with every create/delete cycle
+    (96 -> 311 MiB after ~900) though nothing was alive. ``malloc_trim`` returns them.
+    """
+    env.close()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _glibc() -> Any:
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:  # not glibc (macOS, musl): nothing to trim
+        return None
+
+
+_LIBC = _glibc()
 
 
 # -- operations (run in the pool, under the session lock) ----------------------------

@@ -45,7 +45,20 @@ def create_app(settings: Settings | None = None, model: ChatModel | None = None)
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
+        schema_limits=schema_limits(settings),
     )
+
+
+def schema_limits(settings: Settings) -> dict[str, dict[str, dict[str, int]]]:
+    """The configured limits, stated in the spec (the server answers 413/422 past them)."""
+    tokens = {"maximum": settings.max_tokens_limit}
+    return {
+        "ChatCompletionRequest": {
+            "messages": {"maxItems": settings.max_messages},
+            "max_tokens": tokens,
+            "max_completion_tokens": tokens,
+        }
+    }
 
 
 async def readiness(app: FastAPI) -> dict[str, str]:

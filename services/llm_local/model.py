@@ -12,6 +12,14 @@ The grammar is the one llama-cpp builds for that form (``json_schema_to_gbnf``, 
 grammar without a schema), built here so that a schema it cannot convert is a 400 rather than
 a silent fall back to any JSON, and with one fix: no raw control characters inside strings.
 
+Schemas are limited before any of that (``SCHEMA_LIMITS``: depth, size, enum length): a schema
+300 levels deep overflowed the converter's recursion (500) and an enum of 20,000 strings made
+an 8-token answer cost 9 s of CPU; both are now a 422 naming the limit.
+
+Answers depend only on the request: each completion starts from an empty context (llama-cpp
+would otherwise reuse the previous request's prompt prefix, and the same seed gave different
+answers depending on what came before).
+
 The grammar enforces types, ``enum``/``const``, ``required``, ``additionalProperties: false``,
 ``minLength``/``maxLength`` and ``minItems``/``maxItems``, but not ``minimum``/``maximum``;
 so an integer range of at most ``ENUMERABLE_INTEGERS`` values is handed to the grammar as an
@@ -32,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from koholint.web.problems import PayloadTooLargeError, ProblemError
+from koholint.web.problems import PayloadTooLargeError, ProblemError, UnprocessableError
 from llm_local.config import INSTALL_HINT, ModelNotFoundError, Settings
 
 # llama.cpp seeds are 32-bit and 0xFFFFFFFF means "pick one at random": reduce below it.
@@ -42,6 +50,13 @@ ENUMERABLE_INTEGERS = 256
 # lets them through (a raw newline made up to 1 in 10 free-string answers invalid JSON).
 STRICT_CHAR_RULE = r'char ::= [^"\\\x7F\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F] [0-9a-fA-F])'
 _CHAR_RULE = re.compile(r"^char ::= .*$", re.MULTILINE)
+MAX_SCHEMA_DEPTH = 32
+MAX_SCHEMA_CHARS = 16_000
+MAX_ENUM_VALUES = 256
+SCHEMA_LIMITS = (
+    f"a response_format schema is at most {MAX_SCHEMA_CHARS} characters of JSON, "
+    f"{MAX_SCHEMA_DEPTH} levels deep, with at most {MAX_ENUM_VALUES} values per enum"
+)
 # Keywords whose values are data, not subschemas: never rewritten.
 _DATA_KEYWORDS = frozenset({"enum", "const", "default", "examples"})
 
@@ -115,6 +130,9 @@ class ChatModel:
         grammar = json_grammar(llama_response_format(generation.response_format))
         seed = None if generation.seed is None else generation.seed % SEED_MODULUS
         with self._lock:
+            # An empty context: a reused prompt prefix is evaluated in other batches, which
+            # changes the logits in their last bits, and so the sampled answer.
+            self._llama.reset()
             try:
                 answer = self._llama.create_chat_completion(
                     messages=list(messages), max_tokens=generation.max_tokens,
@@ -157,7 +175,32 @@ def llama_response_format(response_format: Mapping[str, Any] | None) -> dict[str
         return {"type": "json_object"}
     if not isinstance(schema, Mapping):
         raise UnsupportedFormatError("the response_format schema must be a JSON object")
+    check_schema_limits(schema)
     return {"type": "json_object", "schema": grammar_schema(schema)}
+
+
+def check_schema_limits(schema: Mapping[str, Any]) -> None:
+    """422 for a schema over ``SCHEMA_LIMITS`` (checked without recursion)."""
+    if len(json.dumps(schema)) > MAX_SCHEMA_CHARS:
+        raise _schema_error(f"the schema is over {MAX_SCHEMA_CHARS} characters of JSON")
+    pending: list[tuple[Any, int]] = [(schema, 1)]
+    while pending:
+        node, depth = pending.pop()
+        if depth > MAX_SCHEMA_DEPTH:
+            raise _schema_error(f"the schema nests deeper than {MAX_SCHEMA_DEPTH} levels")
+        if isinstance(node, Mapping):
+            enum = node.get("enum")
+            if isinstance(enum, list) and len(enum) > MAX_ENUM_VALUES:
+                raise _schema_error(f"an enum has {len(enum)} values; at most {MAX_ENUM_VALUES}")
+            pending += [(value, depth + 1) for value in node.values()]
+        elif isinstance(node, list):
+            pending += [(value, depth + 1) for value in node]
+
+
+def _schema_error(reason: str) -> UnprocessableError:
+    return UnprocessableError(
+        f"{reason}: {SCHEMA_LIMITS}", field="response_format", limits=SCHEMA_LIMITS
+    )
 
 
 def json_grammar(llama_format: Mapping[str, Any] | None) -> Any:

@@ -6,11 +6,13 @@ streaming) are refused with 400 when the request is checked, never with a 500.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from koholint.web.problems import ProblemError
+
+MAX_STOP_STRINGS = 4
 
 
 class TextOnlyError(ProblemError):
@@ -54,7 +56,9 @@ class ChatCompletionRequest(BaseModel):
     max_tokens: int | None = Field(None, ge=1, description="default and limit: max_tokens_limit")
     max_completion_tokens: int | None = Field(None, ge=1, description="alias of max_tokens")
     seed: int | None = Field(None, description="same seed and prompt, same answer")
-    stop: str | list[str] | None = Field(None, description="up to 4 stop strings")
+    stop: str | Annotated[list[str], Field(max_length=MAX_STOP_STRINGS)] | None = Field(
+        None, description=f"up to {MAX_STOP_STRINGS} stop strings"
+    )
     response_format: dict[str, Any] | None = Field(
         None, description="text | json_object | json_schema (grammar-constrained)"
     )

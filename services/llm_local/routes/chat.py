@@ -13,12 +13,14 @@ from koholint.web.problems import (
     PayloadTooLargeError,
     ProblemError,
     UnprocessableError,
+    problem_responses,
 )
 from llm_local.config import Settings
 from llm_local.deps import MetricsDep, ModelDep, SettingsDep
 from llm_local.metrics import Metrics
 from llm_local.model import ChatModel, Completion, Generation
 from llm_local.schemas import (
+    MAX_STOP_STRINGS,
     AssistantMessage,
     ChatCompletion,
     ChatCompletionRequest,
@@ -27,8 +29,6 @@ from llm_local.schemas import (
     ModelList,
     Usage,
 )
-
-MAX_STOP_STRINGS = 4
 
 router = APIRouter(tags=["openai"])
 
@@ -42,7 +42,12 @@ async def known_route(route: str) -> str:
 RouteDep = Annotated[str, Depends(known_route)]
 
 
-@router.post("/v1/chat/completions")
+# 400: a request this server cannot honour (n > 1, streaming, an image, a response_format
+# it does not know); 413: over a limit on messages; 422: a field out of range.
+CHAT_ERRORS = problem_responses(400, 413, 422, 503)
+
+
+@router.post("/v1/chat/completions", responses=CHAT_ERRORS)
 async def create_chat_completion(
     body: ChatCompletionRequest, model: ModelDep, settings: SettingsDep, metrics: MetricsDep
 ) -> ChatCompletion:
@@ -50,7 +55,7 @@ async def create_chat_completion(
     return await answer(body, "default", model, settings, metrics)
 
 
-@router.post("/{route}/v1/chat/completions")
+@router.post("/{route}/v1/chat/completions", responses={**CHAT_ERRORS, **problem_responses(404)})
 async def create_routed_chat_completion(
     route: RouteDep,
     body: ChatCompletionRequest,
@@ -62,10 +67,16 @@ async def create_routed_chat_completion(
     return await answer(body, route, model, settings, metrics)
 
 
-@router.get("/v1/models")
+@router.get("/v1/models", responses=problem_responses(503))
 async def list_models(model: ModelDep, settings: SettingsDep) -> ModelList:
     """The one model this server runs."""
     return ModelList(data=[ModelCard(id=settings.model_name, created=model.loaded_at)])
+
+
+@router.get("/{route}/v1/models", responses=problem_responses(404, 503))
+async def list_routed_models(route: RouteDep, model: ModelDep, settings: SettingsDep) -> ModelList:
+    """The same at a gateway route, for SDK clients whose base URL is the route."""
+    return await list_models(model, settings)
 
 
 async def answer(
