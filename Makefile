@@ -12,6 +12,7 @@ RUN_ARGS ?= train
 # Stamp written after a complete install. The editable install maps each top-level package
 # when it is installed, so a new service package (services/<name>/__init__.py) reinstalls too.
 INSTALLED = $(VENV)/.installed
+FASTPATH = $(VENV)/.fastpath
 PACKAGE_INITS = $(wildcard libs/*/__init__.py services/*/__init__.py)
 
 .PHONY: help setup test test-fast lint format cartridge states run bench clean
@@ -19,7 +20,7 @@ PACKAGE_INITS = $(wildcard libs/*/__init__.py services/*/__init__.py)
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
-setup: $(INSTALLED) ## Create the venv (Python 3.11) and install .[all,dev]; CPU torch without a GPU
+setup: $(INSTALLED) $(FASTPATH) ## Create the venv (Python 3.11), install .[all,dev] (CPU torch without a GPU), build the fast path
 
 $(INSTALLED): pyproject.toml $(PACKAGE_INITS)
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,10 +32,16 @@ $(INSTALLED): pyproject.toml $(PACKAGE_INITS)
 	CMAKE_ARGS="$${CMAKE_ARGS:--DGGML_NATIVE=OFF}" $(PY) -m pip install -e '.[all,dev]'
 	@touch $@
 
-test: $(INSTALLED) ## Run the whole test suite (PYTEST_WORKERS=2 by default)
+# The compiled env fast path (Cython against the installed PyBoy; the library falls back to
+# pure Python without it). Rebuilt when its source or the installed packages change.
+$(FASTPATH): $(INSTALLED) libs/koholint/game/_fastpath.pyx libs/koholint/game/build_fastpath.py
+	$(PY) -m koholint.game.build_fastpath
+	@touch $@
+
+test: $(INSTALLED) $(FASTPATH) ## Run the whole test suite (PYTEST_WORKERS=2 by default)
 	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
-test-fast: $(INSTALLED) ## Run the tests not marked slow
+test-fast: $(INSTALLED) $(FASTPATH) ## Run the tests not marked slow
 	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
 
 lint: $(INSTALLED) ## Check lint, formatting and types (ruff, mypy)

@@ -1,13 +1,16 @@
 """Benchmark the Gymnasium environment against raw PyBoy ticking the same inputs.
 
-    .venv/bin/python benchmarks/bench_env.py [--steps 20000] [--envs 8]
+    .venv/bin/python benchmarks/bench_env.py [--steps 20000] [--rounds 3] [--envs 8]
 
 1. Speed, one core, frame skip 4, render off. A random policy (seed 0, actions held for
-   8 steps so Link really walks) plays the env for --steps steps from `start_of_play`; its
-   applied button masks are recorded, then replayed on a bare PyBoy from the same state with
-   nothing but ``button_press``/``button_release`` and ``tick(4, False)``. Same frames, same
-   emulated work: the ratio is the env's overhead. Reported with and without the structured
-   state in ``info``.
+   8 steps so Link really walks) plays the env for --steps steps from `start_of_play` (one
+   episode, no reset); the same button presses are replayed on a bare PyBoy from the same
+   state with nothing but ``button_press``/``button_release`` and ``tick``. Same frames, same
+   emulated work: the ratio is the env's overhead. Rows: the compiled fast path (the default
+   when built) with and without the structured state in ``info``, and the pure-Python
+   reference path. Each round runs every row once, in turn; each row reports its best round,
+   timed both by the wall clock and by the thread's CPU time (on a loaded machine the CPU
+   time leaves out the time other processes held the core).
 2. N envs in one process: total steps/s stepping --envs envs in turn.
 3. Memory: RSS growth per extra env instance, for --envs envs in one process.
 """
@@ -20,10 +23,12 @@ import io
 import os
 import resource
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from koholint.env.zelda import ACTION_BUTTONS, ZeldaEnv
+from koholint.game import fastpath
 from koholint.game.emulator import GameBoy
 from koholint.game.savestate import unpack_state
 from koholint.game.states import load_named_state
@@ -36,17 +41,20 @@ def policy_actions(steps: int, seed: int = 0) -> list[int]:
     return [int(a) for a in np.repeat(rng.integers(0, 9, size=steps // 8 + 1), 8)[:steps]]
 
 
-def run_env(actions: list[int], info_state: bool) -> tuple[float, list[list[tuple[int, int]]]]:
-    env = ZeldaEnv(info_state=info_state)
+Timing = tuple[float, float]  # (wall seconds, thread CPU seconds)
+
+
+def run_env(actions: list[int], info_state: bool, fast_path: bool = True) -> Timing:
+    env = ZeldaEnv(info_state=info_state, max_episode_steps=len(actions) + 1)
+    env.fast_path = fast_path and fastpath.COMPILED
     env.reset(seed=0)
-    started = time.perf_counter()
+    step = env.step
+    started, cpu = time.perf_counter(), time.thread_time()
     for action in actions:
-        _, _, terminated, truncated, _ = env.step(action)
-        if terminated or truncated:
-            env.reset()
-    elapsed = time.perf_counter() - started
+        step(action)
+    elapsed = time.perf_counter() - started, time.thread_time() - cpu
     env.close()
-    return elapsed, []
+    return elapsed
 
 
 def button_schedule(actions: list[int], frame_skip: int = 4) -> list[tuple[int, int, int]]:
@@ -62,7 +70,7 @@ def button_schedule(actions: list[int], frame_skip: int = 4) -> list[tuple[int, 
     return schedule
 
 
-def run_raw(actions: list[int]) -> float:
+def run_raw(actions: list[int]) -> Timing:
     """Bare PyBoy: the same inputs, the same frames, no observation, no reward."""
     state = unpack_state(load_named_state("start_of_play"))
     gameboy = GameBoy()
@@ -79,14 +87,14 @@ def run_raw(actions: list[int]) -> float:
                 (pyboy.button_press if mask & flag else pyboy.button_release)(name)
         held = mask
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.thread_time()
     for mask, frames, rest in schedule:
         hold(mask)
         pyboy.tick(frames, False)
         if rest:
             hold(0)
             pyboy.tick(rest, False)
-    elapsed = time.perf_counter() - started
+    elapsed = time.perf_counter() - started, time.thread_time() - cpu
     gameboy.close()
     return elapsed
 
@@ -136,26 +144,35 @@ def round_robin(count: int, steps: int) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20_000)
+    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--envs", type=int, default=8)
     args = parser.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     actions = policy_actions(args.steps)
-    frames = 4 * args.steps
-    raw = run_raw(actions)
-    with_state, _ = run_env(actions, info_state=True)
-    without_state, _ = run_env(actions, info_state=False)
-    raw_again = run_raw(actions)
-    raw = min(raw, raw_again)
-    print(f"speed: {args.steps} steps, frame skip 4, render off, one core")
-    print(f"{'run':<34}{'steps/s':>9}{'frames/s':>10}{'vs raw':>8}")
-    for name, elapsed in (
-        ("raw PyBoy, same inputs", raw),
-        ("env, info carries state", with_state),
-        ("env, info_state=False", without_state),
-    ):
+    rows: dict[str, Callable[[], Timing]] = {
+        "raw PyBoy, same inputs": lambda: run_raw(actions),
+        "env, fast path, info_state=False": lambda: run_env(actions, info_state=False),
+        "env, fast path, info carries state": lambda: run_env(actions, info_state=True),
+        "env, reference path, info_state=False": lambda: run_env(actions, False, False),
+        "env, reference path, info carries state": lambda: run_env(actions, True, False),
+    }
+    best: dict[str, Timing] = {}
+    for _ in range(args.rounds):
+        for name, run in rows.items():
+            wall, cpu = run()
+            old_wall, old_cpu = best.get(name, (wall, cpu))
+            best[name] = (min(wall, old_wall), min(cpu, old_cpu))
+    compiled = "built" if fastpath.COMPILED else "NOT built: fast rows run the reference path"
+    print(f"speed: {args.steps} steps, frame skip 4, render off, one core, best of {args.rounds}")
+    print(f"compiled fast path: {compiled}")
+    print("| run | steps/s (wall) | vs raw (wall) | steps/s (CPU) | vs raw (CPU) |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    raw_wall, raw_cpu = best["raw PyBoy, same inputs"]
+    for name, (wall, cpu) in best.items():
         print(
-            f"{name:<34}{args.steps / elapsed:>9.0f}{frames / elapsed:>10.0f}{raw / elapsed:>8.2f}"
+            f"| {name} | {args.steps / wall:,.0f} | {raw_wall / wall:.2f} "
+            f"| {args.steps / cpu:,.0f} | {raw_cpu / cpu:.2f} |"
         )
 
     total = round_robin(args.envs, args.steps)

@@ -21,6 +21,7 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.encoding import OBSERVATION_SIZE, encode
+from koholint.game import fastpath
 from koholint.game.emulator import Button, GameBoy
 from koholint.game.ram import (
     CARTRIDGE_SEED_ADDRESS,
@@ -239,9 +240,23 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self._weights = [getattr(config.reward_weights, name) for name in REWARD_COMPONENTS]
         self._enabled = [name in REWARD_MODES[config.reward_mode] for name in REWARD_COMPONENTS]
         self._press_frames = max(1, config.frame_skip // 2)
+        self._paid = [
+            (index, weight)
+            for index, (weight, enabled) in enumerate(
+                zip(self._weights, self._enabled, strict=True)
+            )
+            if enabled
+        ]
         self._state_cache: dict[str, bytes] = {}
         self._raw: RawState | None = None
         self._steps = 0
+        self._started = False
+        self.fast_path = fastpath.COMPILED
+        """Step through the compiled RAM taps and encoder (``koholint.game.fastpath``) when
+        built; False (set before ``reset``) forces the pure-Python reference path. Both give
+        identical observations, rewards and infos."""
+        self._taps: Any = None
+        self._taps_pyboy: Any = None
 
     # -- episode ------------------------------------------------------------
     def reset(
@@ -274,7 +289,22 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             self._cells.add(self._cell(raw))
         self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
         self._raw = raw
+        self._prime_taps()
+        self._started = True
         return encode(raw), self._info(raw, dict.fromkeys(REWARD_COMPONENTS, 0.0), Action.NOOP)
+
+    def _prime_taps(self) -> None:
+        """Bind the compiled taps to this emulator and take the episode's first snapshot."""
+        if not self.fast_path:
+            self._taps = None
+            return
+        pyboy = self.gameboy._pyboy
+        if self._taps is None or self._taps_pyboy is not pyboy:
+            self._taps, self._taps_pyboy = fastpath.taps(pyboy), pyboy
+        if self._taps is not None:
+            self._taps.set_weights(self._paid)
+            self._taps.reset()
+            self._taps.read(np.empty(OBSERVATION_SIZE, np.float32))
 
     def _start_bytes(self, start: StartState) -> bytes | None:
         if start is None:
@@ -292,21 +322,24 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         )
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
-        previous = self._raw
-        if previous is None:
+        if not self._started:
             raise gym.error.ResetNeeded("call reset() before step(): the episode has not started")
         applied = self._resolve_action(action)
         self._apply(applied)
-        return self._transition(previous, applied)
+        if self._taps is not None:
+            return self._fast_transition(applied)
+        return self._transition(self.raw_state, applied)
 
     def absorb(self) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         """One transition for frames the emulator ran outside ``step`` (the planner's macros):
         rewards compare the state before them with now, and it counts as one step. Coverage
         sees only where Link ends up, not the cells walked through on the way."""
-        if self._raw is None:
+        if not self._started:
             raise gym.error.ResetNeeded("call reset() before absorb()")
         self._last_action = Action.NOOP
-        return self._transition(self._raw, Action.NOOP)
+        if self._taps is not None:
+            return self._fast_transition(Action.NOOP)
+        return self._transition(self.raw_state, Action.NOOP)
 
     def _transition(
         self, previous: RawState, applied: Action
@@ -328,19 +361,45 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             info["milestones"] = milestones(self.gameboy.memory, raw)
         return encode(raw), reward, terminated, truncated, info
 
+    def _fast_transition(
+        self, applied: Action
+    ) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        """``_transition`` through the compiled taps: one C call reads RAM, fills the
+        observation and gives the reward deltas; the RawState is built only when asked."""
+        observation = np.empty(OBSERVATION_SIZE, np.float32)
+        config = self.config
+        reward, terminated, changed, info = self._taps.transition(
+            observation, self._rooms, self._cells, config.coverage_bin, applied,
+            self.gameboy.frame - self._first_frame,
+        )  # fmt: skip
+        self._raw = None
+        self._steps += 1
+        if changed and config.info_state:
+            self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
+        truncated = not terminated and self._steps >= config.max_episode_steps
+        if self.config.info_state:
+            info["state"] = self.raw_state.to_dict(self._visited_count)
+        if terminated or truncated:
+            info["milestones"] = milestones(self.gameboy.memory, self.raw_state)
+        return observation, reward, terminated, truncated, info
+
     @property
     def raw_state(self) -> RawState:
         """What the last reset or step read from RAM."""
-        if self._raw is None:
+        if not self._started:
             raise gym.error.ResetNeeded("call reset() first")
+        if self._raw is None:  # the fast path builds it only when asked
+            self._raw = RawState.from_fields(self._taps.fields(), self.gameboy.memory)
         return self._raw
 
     def sync(self) -> dict[str, Any]:
         """Re-read the state after the emulator was driven directly (frame-level control);
         the next step's rewards compare against it. Returns the structured state."""
-        if self._raw is None:
+        if not self._started:
             raise gym.error.ResetNeeded("call reset() before driving the emulator")
         self._raw = self._read()
+        if self._taps is not None:  # the next step's deltas compare against this snapshot
+            self._taps.read(np.empty(OBSERVATION_SIZE, np.float32))
         return self._raw.to_dict(count_visited_rooms(self.gameboy.memory, self._banked))
 
     # -- actions ------------------------------------------------------------
@@ -356,7 +415,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             raise ValueError(
                 f"action {action!r} is outside Discrete({len(Action)}); use 0..{len(Action) - 1} (koholint.env.zelda.Action)"
             )
-        chosen = Action(index)
+        chosen = _ACTIONS[index]
         config = self.config
         if (
             config.sticky_action_probability
@@ -366,7 +425,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         if self._latch_left:
             self._latch_left -= 1
             chosen = self._latched
-        elif chosen in DIRECTION_ACTIONS and config.latch_steps > 1:
+        elif config.latch_steps > 1 and chosen in DIRECTION_ACTIONS:
             self._latched = chosen
             self._latch_left = config.latch_steps - 1
         self._last_action = chosen
@@ -375,9 +434,8 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
     def _apply(self, action: Action) -> None:
         gameboy, frames = self.gameboy, self.config.frame_skip
         render = self.render_mode is not None
-        buttons = ACTION_BUTTONS[action]
-        gameboy.hold(buttons)
-        if action in DIRECTION_ACTIONS or action == Action.NOOP or frames == 1:
+        gameboy.hold(ACTION_BUTTONS[action])
+        if action in _HELD_WHOLE_STEP or frames == 1:
             gameboy.tick(frames, render=render)
             return
         gameboy.tick(self._press_frames, render=render and self._press_frames == frames)
@@ -444,6 +502,8 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
 
 _WORLD = int(GameplayType.WORLD)
+_ACTIONS = tuple(Action)
+_HELD_WHOLE_STEP = DIRECTION_ACTIONS | {Action.NOOP}  # no button to press and release
 # The cartridge's progress, in route order: (name, room-status address, flag) or a RawState test.
 MILESTONES = ("sword", "puzzle", "dungeon", "key", "lock", "instrument")
 _PUZZLE_ROOM_STATUS = RamAddress.OVERWORLD_ROOM_STATUS + 0x01

@@ -11,7 +11,6 @@ only the last frame and only when asked, and sub-objects (``ram``, ``memory``).
 
 from __future__ import annotations
 
-import io
 import logging
 import warnings
 from enum import IntFlag
@@ -23,6 +22,7 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # pysdl2's notice about its bundled SDL binaries
     from pyboy import PyBoy
 
+from koholint.game import fastpath
 from koholint.game.ram import RamReader
 from koholint.game.rom import RomInfo, bundled_cartridge, read_rom
 from koholint.game.savestate import pack_state, unpack_state
@@ -157,14 +157,16 @@ class GameBoy:
         return image
 
     def save_state(self) -> bytes:
-        buffer = io.BytesIO()
-        self._pyboy.save_state(buffer)
-        return pack_state(self.rom.sha256, buffer.getvalue(), held_buttons=int(self.held))
+        """The emulator's state as bytes (with the ROM's hash and the held buttons). PyBoy
+        writes ~150 KB a byte at a time; the compiled fast path takes ~0.5 ms for it instead
+        of ~15-20 ms through a Python file object, with the same bytes."""
+        payload = fastpath.save_state(self._pyboy)
+        return pack_state(self.rom.sha256, payload, held_buttons=int(self.held))
 
     def load_state(self, blob: bytes) -> None:
         """Restore a state made from this ROM; refuse others before touching the emulator."""
         state = unpack_state(blob, expected_rom_sha256=self.rom.sha256)
-        self._pyboy.load_state(io.BytesIO(state.payload))
+        fastpath.load_state(self._pyboy, state.payload)
         # PyBoy applies presses at the next tick, so its own state may lag: set every button.
         self._press(state.held_buttons, changed_only=False)
 

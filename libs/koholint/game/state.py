@@ -158,6 +158,27 @@ class RawState:
         self.neighbours, self.front = self._read_tiles(high, x >> 4, y >> 4)
         self.frame = read(_FRAME)
 
+    @classmethod
+    def from_fields(cls, values: list[int], memory: Any) -> RawState:
+        """The state from a snapshot in ``RAW_FIELDS`` order (the compiled fast path's
+        ``Taps.fields()``): the same values the constructor reads, without reading RAM."""
+        raw = cls.__new__(cls)
+        (
+            raw.indoor, raw.map_id, raw.room, raw.x, raw.y, raw.direction, raw.motion,
+            raw.transition, raw.dialog, raw.selection, raw.gameplay_type, raw.gameplay_subtype,
+            raw.health, raw.max_hearts, raw.rupees, raw.keys, instrument, b_slot, a_slot,
+            raw.room_status, raw.kills, raw.deaths, raw.invincible, raw.frame, raw.front,
+        ) = values[:25]  # fmt: skip
+        raw.instrument = bool(instrument)
+        raw.inventory = (b_slot, a_slot)
+        raw.neighbours = values[25:33]
+        raw.entity_status = values[33:49]
+        raw.entity_type = values[49:65]
+        raw.entity_x = values[65:81]
+        raw.entity_y = values[81:97]
+        raw._memory = memory
+        return raw
+
     def _read_tiles(self, high: Any, tile_x: int, tile_y: int) -> tuple[list[int], int]:
         """Room objects around Link (N, NE, E, SE, S, SW, W, NW; -1 outside) and the one in front."""
         tiles = []
@@ -251,6 +272,15 @@ class RawState:
             "deaths": self.deaths,
         }
 
+
+# The order of RawState.from_fields: scalars, then the 8 neighbours, then the entity tables.
+RAW_FIELDS = (
+    "indoor", "map_id", "room", "x", "y", "direction", "motion", "transition", "dialog",
+    "selection", "gameplay_type", "gameplay_subtype", "health", "max_hearts", "rupees", "keys",
+    "instrument", "b_slot", "a_slot", "room_status", "kills", "deaths", "invincible", "frame",
+    "front", *(f"neighbour_{index}" for index in range(8)),
+    *(f"entity_{table}_{slot}" for table in ("status", "type", "x", "y") for slot in range(16)),
+)  # fmt: skip
 
 # Plain ints: IntEnum members are slower to look up and to pass to PyBoy's memory.
 _IS_INDOOR, _MAP_ID, _MAP_ROOM = (
