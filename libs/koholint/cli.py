@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from koholint.explore.command import register as add_explore
 from koholint.game.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
 
 if TYPE_CHECKING:
@@ -251,6 +252,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="koholint", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_play(commands)
+    add_explore(commands)
     _add_service_commands(commands)
 
     serve = commands.add_parser("serve", help="run a service over HTTP")

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import gymnasium as gym
+
 from koholint.env.zelda import EnvConfig, ZeldaEnv
 
 TRAJECTORY_SCHEMA_VERSION = 1
@@ -58,7 +60,10 @@ def config_from_json(settings: dict[str, Any]) -> EnvConfig:
 class TrajectoryWriter:
     """Writes one episode; call ``step`` after every env step and ``close`` at the end."""
 
-    def __init__(self, path: Path, env: ZeldaEnv, *, seed: int, policy: str) -> None:
+    def __init__(
+        self, path: Path, env: ZeldaEnv, *, seed: int, policy: str, planner: str | None = None
+    ) -> None:
+        """`planner`: the backend of the hybrid control the episode ran under ('rules'), if any."""
         path.parent.mkdir(parents=True, exist_ok=True)
         self._file: IO[str] = path.open("w")
         self._env = env
@@ -71,6 +76,7 @@ class TrajectoryWriter:
                 "rom_sha256": env.gameboy.rom.sha256,
                 "env_config": config_to_json(env.config),
                 "ram_sha1": ram_hash(env),
+                **({"planner": planner} if planner else {}),
             }
         )
 
@@ -123,19 +129,34 @@ def replay(path: Path) -> ReplayResult:
     """Re-run a recorded trajectory and compare the RAM hash after every step."""
     header, steps = _read(Path(path))
     env = ZeldaEnv(config_from_json(header["env_config"]))
+    player = _with_planner(env, header.get("planner"), path)
     try:
         if env.gameboy.rom.sha256 != header["rom_sha256"]:
             raise TrajectoryError(
                 f"{path}: recorded on ROM {header['rom_sha256'][:12]}..., not this one"
             )
-        env.reset(seed=header["seed"])
+        player.reset(seed=header["seed"])
         if ram_hash(env) != header["ram_sha1"]:
             return ReplayResult(0, 0, header["ram_sha1"], ram_hash(env))
         for record in steps:
-            env.step(record["action"])
+            player.step(record["action"])
             actual = ram_hash(env)
             if actual != record["ram_sha1"]:
                 return ReplayResult(len(steps), record["t"], record["ram_sha1"], actual)
         return ReplayResult(len(steps), None)
     finally:
         env.close()
+
+
+def _with_planner(env: ZeldaEnv, planner: str | None, path: Path) -> gym.Env[Any, Any]:
+    """The env as recorded: under hybrid control with the named deterministic backend."""
+    if planner is None:
+        return env
+    if planner != "rules":
+        raise TrajectoryError(
+            f"{path}: recorded under the {planner!r} planner; only 'rules' replays deterministically"
+        )
+    from koholint.env.wrappers import PlannerControlWrapper
+    from koholint.planning.backends import RulesBackend
+
+    return PlannerControlWrapper(env, RulesBackend())

@@ -531,7 +531,8 @@ def progress_level(raw: RawState, memory: Any = None) -> int:
     as progress: held -1, opened +2) and the instrument. It never falls along the route.
     `memory` (default: the memory `raw` was read from) holds the room flags."""
     flags = bytes(raw._memory[_ROOM_FLAGS] if memory is None else memory[_ROOM_FLAGS])
-    return _items_held(raw) + sum(flags.translate(_FLAG_PROGRESS)) + raw.keys + raw.instrument
+    route = sum(flags.translate(_FLAG_PROGRESS))
+    return _items_held(raw) + route + int(raw.keys) + int(raw.instrument)
 
 
 # The overworld and indoor room flag tables (D800-D9FF), read in one slice, and what each

@@ -1,0 +1,35 @@
+"""Go-Explore phase 1: policy-free exploration of the cartridge until it is won.
+
+``from koholint.explore import ExploreConfig, explore`` (see ``koholint.explore.explorer``).
+The names load on first use, so ``koholint --help`` does not start an emulator import.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from koholint.explore.explorer import (
+        ExploreConfig,
+        ExploreConfigError,
+        Explorer,
+        ExploreResult,
+        Progress,
+        explore,
+    )
+
+__all__ = [
+    "ExploreConfig",
+    "ExploreConfigError",
+    "ExploreResult",
+    "Explorer",
+    "Progress",
+    "explore",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(import_module("koholint.explore.explorer"), name)
+    raise AttributeError(f"module 'koholint.explore' has no attribute {name!r}")

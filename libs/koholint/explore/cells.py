@@ -1,0 +1,74 @@
+"""Phase 1's cells: where Link stands, how far along the route, and what is left in the room.
+
+A cell is ``(room key, x // bin, y // bin, progress level, enemies left, block tile)``. The
+first four are the archive's cells (``koholint.env.archive``); the last two are the room's
+own progress, which the level cannot see because it resets when Link leaves: the key hall
+hides its key until all three enemies are beaten, so a state with one enemy left must be
+kept apart from one with three; and the puzzle's block has to travel five tiles, so each
+place it has reached is kept too (and a block pushed into a corner does not erase a good
+one). Both are read from the entity tables, the same on Link's Awakening.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from koholint.env.archive import Cell
+from koholint.env.zelda import MILESTONES, milestones, progress_level
+from koholint.game.ram import EntityStatus, EntityType, GameplayType, MotionState
+from koholint.game.state import RawState
+
+_ACTIVE = int(EntityStatus.ACTIVE)
+_BLOCK = int(EntityType.BLOCK)
+_ENEMIES = frozenset({int(EntityType.OCTOROK), int(EntityType.KEESE)})
+_STEADY_MOTION = frozenset({int(MotionState.NORMAL)})
+NO_BLOCK = 0xFF
+
+
+def room_detail(raw: RawState) -> tuple[int, int]:
+    """(enemies alive in the room, tile of the pushable block or NO_BLOCK)."""
+    enemies, block = 0, NO_BLOCK
+    for slot, status in enumerate(raw.entity_status):
+        if status != _ACTIVE:
+            continue
+        kind = raw.entity_type[slot]
+        if kind in _ENEMIES:
+            enemies += 1
+        elif kind == _BLOCK:
+            block = ((raw.entity_y[slot] >> 4) << 4) | (raw.entity_x[slot] >> 4)
+    return enemies, block
+
+
+def cell_of(raw: RawState, tile_bin: int) -> tuple[Cell, int]:
+    """The cell a state belongs to, and its progress level."""
+    level = progress_level(raw)
+    enemies, block = room_detail(raw)
+    cell = (raw.room_key, raw.x // tile_bin, raw.y // tile_bin, level, enemies, block)
+    return cell, level
+
+
+def restartable(raw: RawState) -> bool:
+    """Whether a state saved now restarts in the cell it was read in: not mid-transition
+    (it would restart in the next room), not fading through stairs, not passing out."""
+    return not raw.transition and raw.motion in _STEADY_MOTION
+
+
+def won(raw: RawState) -> bool:
+    """The instrument is taken: the credits state."""
+    return bool(raw.gameplay_type == GameplayType.CREDITS)
+
+
+def reached_milestones(memory: Any, raw: RawState) -> set[str]:
+    """The names in MILESTONES this state has reached."""
+    return {name for name, reached in milestones(memory, raw).items() if reached}
+
+
+__all__ = [
+    "MILESTONES",
+    "NO_BLOCK",
+    "cell_of",
+    "reached_milestones",
+    "restartable",
+    "room_detail",
+    "won",
+]

@@ -1,0 +1,87 @@
+"""``koholint explore``: run phase 1 until the cartridge is won, and keep the winning trajectory.
+
+Writes into ``--out``: ``win.actions`` (the actions, one byte each), ``win.jsonl`` (the same
+as a trajectory with a RAM hash per step: ``koholint replay`` checks it) and
+``summary.json`` (env steps to the win and to each milestone, cells, seconds).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from koholint.explore.explorer import Progress
+
+SUMMARY_SCHEMA_VERSION = 1
+
+
+def register(commands: argparse._SubParsersAction) -> None:
+    explore = commands.add_parser(
+        "explore", help="Go-Explore phase 1: explore without a policy until the game is won"
+    )
+    explore.add_argument("--seed", type=int, default=0, help="seed of the exploration (default 0)")
+    explore.add_argument("--workers", type=int, default=os.cpu_count() or 1,
+                         help="worker processes (default: one per core)")  # fmt: skip
+    explore.add_argument("--max-env-steps", type=int, default=2_000_000,
+                         help="step budget over all workers (default 2000000)")  # fmt: skip
+    explore.add_argument("--start", choices=("start_of_play", "power_on"), default="start_of_play",
+                         help="where the trajectory starts")  # fmt: skip
+    explore.add_argument("--out", default="runs/explore", help="folder for the win and summary")
+    explore.add_argument("--quiet", action="store_true", help="no progress lines")
+    explore.set_defaults(handler=cmd_explore)
+
+
+def cmd_explore(args: argparse.Namespace) -> int:
+    from koholint.explore.explorer import ExploreConfig, ExploreConfigError, explore
+    from koholint.explore.trajectory import write_trajectory
+
+    start = None if args.start == "power_on" else args.start
+    config = ExploreConfig(
+        start_state=start, seed=args.seed, workers=args.workers, max_env_steps=args.max_env_steps
+    )
+    try:
+        config.validate()
+    except ExploreConfigError as error:
+        print(f"koholint explore: {error}", file=sys.stderr)
+        return 2
+    printer = _ProgressPrinter(every=50_000, quiet=args.quiet)
+    result = explore(config, printer)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {
+        "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": args.seed,
+        "workers": args.workers, "start": args.start, "env_steps": result.env_steps,
+        "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
+        "seconds": round(result.seconds, 1),
+        "trajectory_steps": len(result.trajectory) if result.trajectory else None,
+    }  # fmt: skip
+    if result.trajectory is not None:
+        (out / "win.actions").write_bytes(result.trajectory)
+        check = write_trajectory(result.trajectory, out / "win.jsonl", start_state=start)
+        summary["replay_wins"] = check.won
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    verdict = f"won in {len(result.trajectory)} steps" if result.trajectory else "no win"
+    print(f"{verdict} after {result.env_steps} env steps, {result.cells} cells, "
+          f"{result.seconds:.0f} s; results in {out}/")  # fmt: skip
+    return 0 if result.won else 1
+
+
+class _ProgressPrinter:
+    """Prints one line every `every` env steps: the archive's best level, cells, milestones."""
+
+    def __init__(self, *, every: int, quiet: bool) -> None:
+        self.every, self.quiet, self._next = every, quiet, every
+
+    def __call__(self, progress: Progress) -> None:
+        if self.quiet or progress.env_steps < self._next:
+            return
+        self._next = progress.env_steps + self.every
+        reached = ", ".join(f"{name}@{step}" for name, step in progress.milestones.items()
+                            if step is not None) or "none"  # fmt: skip
+        print(f"explore: {progress.env_steps:>9} steps  level {progress.top_level}  "
+              f"cells {progress.cells:>6}  milestones {reached}", flush=True)  # fmt: skip

@@ -1,0 +1,302 @@
+"""Phase 1 of Go-Explore: explore the cartridge with no policy until the game is won.
+
+Usage::
+
+    from koholint.explore import ExploreConfig, explore
+
+    result = explore(ExploreConfig(seed=0, workers=2, max_env_steps=2_000_000))
+    result.trajectory  # the actions (one byte each) from start_of_play to the credits
+
+The loop: draw cells from the archive (weights favour the highest progress level, rarely
+chosen and newly found cells: ``koholint.env.archive``), send each to a worker that restores
+its state and explores at random with action repeats (``koholint.explore.runner``), and add
+the cells the runs found — with the actions that reach them from the start — when they are
+new or better (a higher level, then fewer steps). Workers are processes, one per core; the
+archive lives here, in the parent, and each batch carries the fewest steps known per cell so
+workers save only states worth keeping. The loop stops at the first credits state (or when
+the step budget is spent), keeping the full action trajectory of the win.
+
+Only the start state (``start_of_play`` or power-on) and states found by the loop are used:
+no walkthrough, no recorder, no other save state.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+from multiprocessing import get_context
+
+import numpy as np
+
+from koholint.env.archive import Archive, Cell
+from koholint.env.zelda import MAX_FRAME_SKIP, MILESTONES, ZeldaEnv
+from koholint.explore.cells import cell_of
+from koholint.explore.runner import Runner, RunReport, RunTask, exploration_env
+
+MAX_WORKERS = 64
+MAX_ENV_STEPS = 1_000_000_000
+MAX_RUN_STEPS = 10_000
+
+
+class ExploreConfigError(ValueError):
+    """A phase-1 setting that cannot work; the message names it and the fix."""
+
+
+@dataclass
+class ExploreConfig:
+    """Settings of phase 1 (``koholint explore`` takes the same as flags)."""
+
+    start_state: str | None = "start_of_play"
+    """where every trajectory starts: 'start_of_play' or None (power-on)"""
+    seed: int = 0
+    """seeds cell selection and the workers' random actions"""
+    max_env_steps: int = 2_000_000
+    """the step budget over all workers; the loop stops early at the first win"""
+    workers: int = 1
+    """worker processes (one per core); 1 runs in this process"""
+    run_steps: int = 100
+    """steps per exploration run from a restored cell (Go-Explore: 100)"""
+    runs_per_batch: int = 8
+    """runs sent to a worker at once (fewer round trips)"""
+    repeat_probability: float = 0.9
+    """chance that each step repeats the previous action (a step is 4 frames; 0.9 walks
+    about 2.5 tiles in one direction on average)"""
+    tile_bin: int = 16
+    """side of a cell's position bin in pixels (16 = one tile)"""
+    level_base: float = 10.0
+    """each progress level below the best known divides a cell's selection weight by this:
+    on this route every level gained is a step forward, so restarts crowd the frontier"""
+    frame_skip: int = 4
+    """frames per step, as the environment the policy will play"""
+    planner: bool = True
+    """hybrid control with the rules planner: its macros play dialogs and the block puzzle
+    where the policy switch fires (the trained policy gets the same)"""
+    stop_at_win: bool = True
+
+    def validate(self) -> None:
+        if self.start_state not in ("start_of_play", None):
+            raise ExploreConfigError(
+                f"start_state={self.start_state!r}: phase 1 starts from 'start_of_play' or None "
+                "(power-on); other save states are not the system's own finds"
+            )
+        checks = [
+            ("max_env_steps", self.max_env_steps, 1, MAX_ENV_STEPS),
+            ("workers", self.workers, 1, MAX_WORKERS),
+            ("run_steps", self.run_steps, 1, MAX_RUN_STEPS),
+            ("runs_per_batch", self.runs_per_batch, 1, 1000),
+            ("tile_bin", self.tile_bin, 1, 160),
+            ("frame_skip", self.frame_skip, 1, MAX_FRAME_SKIP),
+        ]
+        for name, value, low, high in checks:
+            if not low <= value <= high:
+                raise ExploreConfigError(f"{name}={value}: use {low}..{high}")
+        if self.level_base < 1.0:
+            raise ExploreConfigError(f"level_base={self.level_base}: use >= 1 (1 ignores levels)")
+        if not 0.0 <= self.repeat_probability < 1.0:
+            raise ExploreConfigError(
+                f"repeat_probability={self.repeat_probability}: use 0 <= p < 1"
+            )
+
+
+@dataclass
+class ExploreResult:
+    won: bool
+    env_steps: int
+    """steps run over all workers"""
+    trajectory: bytes | None
+    """the winning actions from the start (one byte per step), when won"""
+    milestones: dict[str, int | None]
+    """env steps run when each milestone first appeared (None: not reached)"""
+    cells: int
+    top_level: int
+    seconds: float
+    archive: Archive = field(repr=False)
+
+
+@dataclass
+class Progress:
+    """What the progress callback sees after each batch."""
+
+    env_steps: int
+    cells: int
+    top_level: int
+    milestones: dict[str, int | None]
+
+
+class _Batch:
+    """A batch in flight: the tasks, and the trajectory behind each task's state."""
+
+    def __init__(self, tasks: list[RunTask], trajectories: list[bytes]) -> None:
+        self.tasks = tasks
+        self.trajectories = trajectories
+
+
+class Explorer:
+    """The phase-1 loop over one archive (see the module docstring)."""
+
+    def __init__(
+        self,
+        config: ExploreConfig,
+        *,
+        archive: Archive | None = None,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> None:
+        config.validate()
+        self.config = config
+        if archive is None:
+            archive = Archive(max_cells=1_000_000, level_base=config.level_base)
+        self.archive = archive
+        self.on_progress = on_progress
+        self.rng = np.random.default_rng(config.seed)
+        self.env_steps = 0
+        self._reserved = 0  # steps of the batches in flight, at most run_steps per run
+        self.milestones: dict[str, int | None] = dict.fromkeys(MILESTONES)
+        self.win: bytes | None = None
+
+    def run(self) -> ExploreResult:
+        started = time.perf_counter()
+        if not len(self.archive):
+            self._add_start()
+        if self.config.workers == 1:
+            self._run_inline()
+        else:
+            self._run_pool()
+        return ExploreResult(
+            won=self.win is not None, env_steps=self.env_steps, trajectory=self.win,
+            milestones=dict(self.milestones), cells=len(self.archive),
+            top_level=self.archive.top_level, seconds=time.perf_counter() - started,
+            archive=self.archive,
+        )  # fmt: skip
+
+    # -- the loop -------------------------------------------------------------
+    def _done(self) -> bool:
+        """Whether to send no more runs: won, or the budget is spent or reserved."""
+        return (self.win is not None and self.config.stop_at_win) or (
+            self.env_steps + self._reserved >= self.config.max_env_steps
+        )
+
+    def _run_inline(self) -> None:
+        runner = _make_runner(self.config)
+        try:
+            while not self._done():
+                batch = self._next_batch()
+                known = self.archive.best_steps()
+                reports = [runner.run(task, known) for task in batch.tasks]
+                self._merge(batch, reports)
+        finally:
+            runner.close()
+
+    def _run_pool(self) -> None:
+        context = get_context("spawn")  # PyBoy in a forked child of a threaded parent can hang
+        workers = self.config.workers
+        with ProcessPoolExecutor(
+            workers, mp_context=context, initializer=_init_worker, initargs=(self.config,)
+        ) as pool:
+            pending: dict[Future[list[RunReport]], _Batch] = {}
+            while not self._done() or pending:
+                while not self._done() and len(pending) < 2 * workers:
+                    batch = self._next_batch()
+                    future = pool.submit(_run_batch, batch.tasks, self.archive.best_steps())
+                    pending[future] = batch
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    self._merge(pending.pop(future), future.result())
+
+    def _next_batch(self) -> _Batch:
+        """Draw cells and reserve their steps in the budget (the last run may pass it by less
+        than run_steps)."""
+        config = self.config
+        left = config.max_env_steps - self.env_steps - self._reserved
+        runs = max(1, min(config.runs_per_batch, left // config.run_steps))
+        tasks, trajectories = [], []
+        for _ in range(runs):
+            record = self.archive.select(self.rng)
+            seed = int(self.rng.integers(0, 2**63 - 1))
+            tasks.append(RunTask(self.archive.state(record), record.steps, seed))
+            trajectories.append(self.archive.trajectory(record))
+        self._reserved += runs * config.run_steps
+        return _Batch(tasks, trajectories)
+
+    def _merge(self, batch: _Batch, reports: list[RunReport]) -> None:
+        """Add what the runs found; count milestones at the step they were reached."""
+        self._reserved -= len(batch.tasks) * self.config.run_steps
+        offset = self.env_steps
+        for task, parent, report in zip(batch.tasks, batch.trajectories, reports, strict=True):
+            for found in report.found:
+                trajectory = parent + report.actions[: found.length]
+                self.archive.observe(
+                    found.cell, task.steps + found.length, 0.0, _constant(found.state),
+                    level=found.level, trajectory=_constant(trajectory),
+                )  # fmt: skip
+            for name, length in report.milestones.items():
+                reached = offset + length
+                if self.milestones.get(name) is None or reached < self.milestones[name]:  # type: ignore[operator]
+                    self.milestones[name] = reached
+            if report.win is not None and self.win is None:
+                self.win = parent + report.actions[: report.win]
+            offset += len(report.actions)
+        self.env_steps = offset
+        if self.on_progress is not None:
+            self.on_progress(
+                Progress(self.env_steps, len(self.archive), self.archive.top_level,
+                         dict(self.milestones))
+            )  # fmt: skip
+
+    def _add_start(self) -> None:
+        """The first cell: the configured start, reached in 0 steps by no actions."""
+        env = exploration_env(
+            start_state=self.config.start_state, frame_skip=self.config.frame_skip,
+            planner=False,
+        )  # fmt: skip
+        try:
+            env.reset(seed=0)
+            zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
+            cell, level = cell_of(zelda.raw_state, self.config.tile_bin)
+            state = zelda.gameboy.save_state()
+        finally:
+            env.close()
+        self.archive.observe(cell, 0, 0.0, _constant(state), level=level, trajectory=_constant(b""))
+
+
+def explore(
+    config: ExploreConfig, on_progress: Callable[[Progress], None] | None = None
+) -> ExploreResult:
+    """Run phase 1 (see the module docstring)."""
+    return Explorer(config, on_progress=on_progress).run()
+
+
+def _constant(value: bytes) -> Callable[[], bytes]:
+    return lambda: value
+
+
+def _make_runner(config: ExploreConfig) -> Runner:
+    return Runner(
+        frame_skip=config.frame_skip, tile_bin=config.tile_bin, run_steps=config.run_steps,
+        repeat_probability=config.repeat_probability, planner=config.planner,
+    )  # fmt: skip
+
+
+_WORKER_RUNNER: Runner | None = None
+
+
+def _init_worker(config: ExploreConfig) -> None:
+    global _WORKER_RUNNER
+    _WORKER_RUNNER = _make_runner(config)
+
+
+def _run_batch(tasks: list[RunTask], known: dict[Cell, int]) -> list[RunReport]:
+    if _WORKER_RUNNER is None:
+        raise RuntimeError("worker not initialised: run batches through Explorer's pool")
+    return [_WORKER_RUNNER.run(task, known) for task in tasks]
+
+
+__all__ = [
+    "ExploreConfig",
+    "ExploreConfigError",
+    "ExploreResult",
+    "Explorer",
+    "Progress",
+    "explore",
+]

@@ -1,0 +1,61 @@
+"""Phase 1's winning trajectory: the env it replays in, and its JSONL file with RAM hashes.
+
+The actions (one byte each) replay in the env phase 1 explored (``exploration_env``: sticky
+actions off, hybrid control with the rules planner); ``write_trajectory`` records them with
+``koholint.baselines.trajectory`` (a RAM hash per step, and the planner in the header), so
+``koholint replay FILE`` checks it, and reports whether it wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from koholint.baselines.trajectory import TrajectoryWriter
+from koholint.env.zelda import ZeldaEnv, milestones
+from koholint.explore.runner import exploration_env
+
+
+@dataclass(frozen=True)
+class TrajectoryCheck:
+    steps: int
+    won: bool
+    """the last action reaches the credits (and none before it does)"""
+    milestones: dict[str, bool]
+
+
+def write_trajectory(
+    actions: bytes,
+    path: Path,
+    *,
+    start_state: str | None = "start_of_play",
+    frame_skip: int = 4,
+    planner: bool = True,
+    policy: str = "go-explore phase 1",
+) -> TrajectoryCheck:
+    """Replay `actions` from the start, write the JSONL trajectory, and say whether it wins."""
+    env = exploration_env(
+        start_state=start_state, frame_skip=frame_skip, planner=planner,
+        max_episode_steps=len(actions) + 1,
+    )  # fmt: skip
+    zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
+    try:
+        env.reset(seed=0)
+        writer = TrajectoryWriter(
+            Path(path), zelda, seed=0, policy=policy, planner="rules" if planner else None
+        )
+        terminated_at, episode_return = None, 0.0
+        for t, action in enumerate(actions, start=1):
+            _, reward, terminated, _, info = env.step(action)
+            episode_return += float(reward)
+            writer.step(t, action, float(reward), info)
+            if terminated:
+                terminated_at = t
+                break
+        won = terminated_at == len(actions)
+        reached = milestones(zelda.gameboy.memory, zelda.raw_state)
+        writer.close({"steps": terminated_at or len(actions), "won": won,
+                      "return": round(episode_return, 6), "milestones": reached})  # fmt: skip
+        return TrajectoryCheck(len(actions), won, reached)
+    finally:
+        env.close()

@@ -1,0 +1,113 @@
+"""Go-Explore phase 1 on the real cartridge: cells, runs, the loop, and a win that replays."""
+
+from __future__ import annotations
+
+import pytest
+
+from koholint.baselines.trajectory import ram_hash
+from koholint.env.zelda import Action
+from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
+from koholint.explore.cells import NO_BLOCK, cell_of, room_detail
+from koholint.explore.runner import Runner, RunTask, exploration_env
+
+VILLAGE = (0, 0, 0x21)
+
+
+def env_at(start: str):
+    """A plain ZeldaEnv as phase 1 configures it, reset at a named state."""
+    env = exploration_env(start_state=start, planner=False)
+    env.reset(seed=0)
+    return env
+
+
+def replayed_hash(actions: bytes) -> str:
+    """The RAM hash after replaying `actions` from start_of_play under hybrid control."""
+    env = exploration_env(start_state="start_of_play")
+    env.reset(seed=0)
+    for action in actions:
+        env.step(action)
+    digest = ram_hash(env.unwrapped)
+    env.close()
+    return digest
+
+
+def restored_hash(state: bytes) -> str:
+    env = exploration_env(start_state=state)
+    env.reset(seed=0)
+    digest = ram_hash(env.unwrapped)
+    env.close()
+    return digest
+
+
+def test_cells_see_the_rooms_own_progress():
+    """The key hall's enemies and the puzzle's block are part of the cell (the tests may use
+    the recorded states; exploration itself never does)."""
+    village = env_at("start_of_play")
+    cell, level = cell_of(village.raw_state, 16)
+    assert cell[:4] == (VILLAGE, village.raw_state.x // 16, village.raw_state.y // 16, 0)
+    assert level == 0
+    assert room_detail(village.raw_state) == (0, NO_BLOCK)
+    puzzle = env_at("before_puzzle")
+    for _ in range(20):
+        puzzle.step(Action.UP)  # from the crossroads into the puzzle room
+    enemies, block = room_detail(puzzle.raw_state)
+    assert puzzle.raw_state.room_key == (0, 0, 0x01)
+    assert (enemies, block) == (0, 0x23)  # the block at tile (3, 2), unpushed
+    for env in (village, puzzle):
+        env.close()
+
+
+def test_a_run_reports_new_cells_whose_states_match_their_actions():
+    start = env_at("start_of_play")
+    state = start.gameboy.save_state()
+    start.close()
+    runner = Runner(frame_skip=4, tile_bin=16, run_steps=60, repeat_probability=0.9)
+    known: dict = {}
+    report = runner.run(RunTask(state, 0, seed=3), known)
+    assert len(report.actions) == 60
+    assert report.found
+    assert [found.length for found in report.found] == sorted(f.length for f in report.found)
+    assert all(known[found.cell] == found.length for found in report.found)
+    for found in (report.found[0], report.found[-1]):
+        assert restored_hash(found.state) == replayed_hash(report.actions[: found.length])
+    again = runner.run(RunTask(state, 0, seed=3), known)  # same seed: nothing new or faster
+    assert again.actions == report.actions
+    assert again.found == []
+    runner.close()
+
+
+def test_the_loop_grows_an_archive_of_replayable_cells():
+    explorer = Explorer(ExploreConfig(seed=1, max_env_steps=3_000, run_steps=50))
+    result = explorer.run()
+    assert not result.won
+    assert 2_500 < result.env_steps <= 3_000
+    archive = result.archive
+    assert result.cells == len(archive) > 20
+    rooms = {cell[0] for cell in archive.cells}
+    assert len(rooms) >= 2  # left the village
+    deepest = max(archive.cells.values(), key=lambda record: record.steps)
+    trajectory = archive.trajectory(deepest)
+    assert len(trajectory) == deepest.steps > 50  # built from more than one run
+    assert restored_hash(archive.state(deepest)) == replayed_hash(trajectory)
+
+
+def test_workers_share_one_archive():
+    result = Explorer(
+        ExploreConfig(seed=2, max_env_steps=2_400, run_steps=50, workers=2, runs_per_batch=4)
+    ).run()
+    assert 2_000 < result.env_steps <= 2_400
+    assert result.cells > 20
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "message"),
+    [
+        ("start_state", "last_room", "not the system's own finds"),
+        ("workers", 0, "workers=0"),
+        ("repeat_probability", 1.0, "repeat_probability"),
+        ("level_base", 0.5, "level_base"),
+    ],
+)
+def test_bad_settings_name_the_fix(setting, value, message):
+    with pytest.raises(ExploreConfigError, match=message):
+        ExploreConfig(**{setting: value}).validate()
