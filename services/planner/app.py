@@ -35,6 +35,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
+        schema_limits={
+            "AutopilotRequest": {
+                "max_macros": {"maximum": settings.max_autopilot_macros},
+                "max_frames": {"maximum": settings.max_autopilot_frames},
+            }
+        },
     )
 
 

@@ -6,6 +6,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.planning.backends import BACKENDS
+from koholint.schemas.planner import MAX_AUTOPILOT_FRAMES, MAX_AUTOPILOT_MACROS
 
 
 class Settings(BaseSettings):
@@ -26,8 +27,8 @@ class Settings(BaseSettings):
     max_memories: int = Field(256, ge=1, le=100_000, description="session memories kept (LRU)")
     memory_max_items: int = Field(16, ge=1, le=1000)
     memory_max_chars: int = Field(2000, ge=200, le=100_000)
-    max_autopilot_macros: int = Field(256, ge=1, le=10_000)
-    max_autopilot_frames: int = Field(60_000, ge=1, le=1_000_000)
+    max_autopilot_macros: int = Field(256, ge=1, le=MAX_AUTOPILOT_MACROS)
+    max_autopilot_frames: int = Field(60_000, ge=1, le=MAX_AUTOPILOT_FRAMES)
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     call_log_limit: int = Field(10_000, ge=1, le=1_000_000)
     log_level: str = "INFO"

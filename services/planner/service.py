@@ -3,21 +3,19 @@
 from __future__ import annotations
 
 import base64
-import binascii
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field
 
 from koholint.clients.env_sim import EnvSimClient, EnvSimError, RemoteEmulator
 from koholint.planning.autopilot import AutopilotReport, Budget, run_autopilot
 from koholint.planning.backends import Decision, LlmBackend, make_backend
 from koholint.planning.llm import CallLog
 from koholint.planning.memory import SessionMemory
-from koholint.planning.view import Situation
+from koholint.schemas.planner import AutopilotRequest, DecideRequest
 from koholint.web.problems import (
     ConflictError,
     NotFoundError,
@@ -27,28 +25,6 @@ from koholint.web.problems import (
 )
 from planner.config import Settings
 from planner.metrics import Metrics
-
-SESSION_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
-MAX_FRAME_BASE64 = 256 * 1024
-
-
-class DecideRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    situation: Situation
-    session: str | None = Field(
-        None, pattern=SESSION_PATTERN, description="memory key; none = no memory kept"
-    )
-    frame_png_base64: str | None = Field(None, max_length=MAX_FRAME_BASE64)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
-
-
-class AutopilotRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    max_macros: int = Field(64, ge=1)
-    max_frames: int = Field(20_000, ge=1)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
 
 
 class Planner:
@@ -83,14 +59,10 @@ class Planner:
             return memory
 
     def decide(self, request: DecideRequest) -> Decision:
+        # The schema's pattern admits only well-formed base64.
         frame = None
         if request.frame_png_base64 is not None:
-            try:
-                frame = base64.b64decode(request.frame_png_base64, validate=True)
-            except binascii.Error as error:
-                raise UnprocessableError(
-                    f"frame_png_base64 is not base64: {error}", field="frame_png_base64"
-                ) from None
+            frame = base64.b64decode(request.frame_png_base64, validate=True)
         total = self.calls.total
         decision = self.backend.decide(
             request.situation, self.memory(request.session), seed=request.seed, frame_png=frame

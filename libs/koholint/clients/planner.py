@@ -6,12 +6,14 @@ import base64
 from typing import Any
 
 import httpx
+from pydantic import BaseModel
 
 from koholint.clients import ServiceError, check_response
 from koholint.planning.autopilot import AutopilotReport
 from koholint.planning.backends import Decision
 from koholint.planning.memory import SessionMemory
 from koholint.planning.view import Situation
+from koholint.schemas.planner import AutopilotRequest, DecideRequest
 
 
 class PlannerError(ServiceError):
@@ -48,13 +50,20 @@ class PlannerClient:
         seed: int = 0,
         frame_png: bytes | None = None,
     ) -> Decision:
-        body: dict[str, Any] = {"situation": situation.model_dump(), "seed": seed}
-        if self.session:
-            body["session"] = self.session
-        if frame_png is not None:
-            body["frame_png_base64"] = base64.b64encode(frame_png).decode()
-        return Decision.model_validate(_json(self.http.post("/v1/decide", json=body)))
+        frame = None if frame_png is None else base64.b64encode(frame_png).decode()
+        request = DecideRequest(
+            situation=situation, session=self.session, frame_png_base64=frame, seed=seed
+        )
+        return Decision.model_validate(_json(self._post("/v1/decide", request)))
 
-    def autopilot(self, session_id: str, **budget: int) -> AutopilotReport:
-        response = self.http.post(f"/v1/sessions/{session_id}/autopilot", json=budget)
+    def autopilot(
+        self, session_id: str, *, max_macros: int = 64, max_frames: int = 20_000, seed: int = 0
+    ) -> AutopilotReport:
+        request = AutopilotRequest(max_macros=max_macros, max_frames=max_frames, seed=seed)
+        response = self._post(f"/v1/sessions/{session_id}/autopilot", request)
         return AutopilotReport.model_validate(_json(response))
+
+    def _post(self, path: str, request: BaseModel) -> httpx.Response:
+        """POST the request model as the service's schema has it (unset optionals left out)."""
+        body = request.model_dump_json(exclude_none=True)
+        return self.http.post(path, content=body, headers={"content-type": "application/json"})

@@ -10,20 +10,21 @@ from starlette.concurrency import run_in_threadpool
 
 from koholint.planning.autopilot import AutopilotReport
 from koholint.planning.backends import Decision
+from koholint.schemas.planner import SESSION_PATTERN, AutopilotRequest, DecideRequest
+from koholint.web.problems import problem_responses
 from planner.deps import PlannerDep
-from planner.service import SESSION_PATTERN, AutopilotRequest, DecideRequest
 
 router = APIRouter(prefix="/v1", tags=["planner"])
 
 
-@router.post("/decide")
+@router.post("/decide", responses=problem_responses(502, 503))
 async def decide(body: DecideRequest, planner: PlannerDep) -> Decision:
     """A macro for the situation (structured state + room tiles, optional frame), or none
     with the reason; the session's memory is updated and shown in the record."""
     return await run_in_threadpool(planner.decide, body)
 
 
-@router.post("/sessions/{session_id}/autopilot")
+@router.post("/sessions/{session_id}/autopilot", responses=problem_responses(404, 409, 502, 503))
 async def autopilot(
     session_id: Annotated[str, Path(pattern=SESSION_PATTERN)],
     planner: PlannerDep,

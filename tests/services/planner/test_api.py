@@ -115,7 +115,10 @@ async def test_autopilot_not_engaged_and_errors(
     assert "env-sim" in missing.json()["detail"]
     over = await client.post(f"/v1/sessions/{session}/autopilot", json={"max_macros": 100_000})
     assert over.status_code == 422
-    assert "limit" in over.json()["detail"]
+    assert [error["field"] for error in over.json()["errors"]] == ["max_macros"]
+    over_setting = await client.post(f"/v1/sessions/{session}/autopilot", json={"max_macros": 257})
+    assert over_setting.status_code == 422
+    assert "limit 256" in over_setting.json()["detail"]
 
 
 async def test_env_sim_unreachable_is_503() -> None:
