@@ -251,6 +251,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self._raw: RawState | None = None
         self._steps = 0
         self._started = False
+        self._closed = False
         self.fast_path = fastpath.COMPILED
         """Step through the compiled RAM taps and encoder (``koholint.game.fastpath``) when
         built; False (set before ``reset``) forces the pure-Python reference path. Both give
@@ -266,6 +267,9 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         super().reset(seed=seed)
         start = (options or {}).get("start_state", self.config.start_state)
         blob = self._start_bytes(start)
+        if self._closed:  # Gymnasium lets a closed env be reset (SB3's check_env does it)
+            self.gameboy = GameBoy(rom=Path(self.config.rom) if self.config.rom else None)
+            self._closed = False
         if blob is None:
             self.gameboy.close()
             self.gameboy = GameBoy(rom=Path(self.config.rom) if self.config.rom else None)
@@ -498,7 +502,11 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         return self.gameboy.screen_rgb()  # type: ignore[no-any-return]
 
     def close(self) -> None:
-        self.gameboy.close()
+        """Stop the emulator; ``reset()`` starts a new one, ``step()`` before it is refused."""
+        if not self._closed:
+            self.gameboy.close()
+            self._closed = True
+        self._started = False
 
 
 _WORLD = int(GameplayType.WORLD)
