@@ -1,6 +1,7 @@
 """Wrappers of ``koholint/Zelda-v1``, one concern per module, all importable from here."""
 
 from koholint.env.wrappers.curiosity import CuriosityWrapper
+from koholint.env.wrappers.curriculum import CurriculumWrapper, LocalCurriculum
 from koholint.env.wrappers.export import SegmentRecorder
 from koholint.env.wrappers.go_explore import (
     ArchiveSource,
@@ -15,9 +16,11 @@ from koholint.env.wrappers.shaping import Potential, RewardModelPotential, Shapi
 __all__ = [
     "ArchiveSource",
     "CuriosityWrapper",
+    "CurriculumWrapper",
     "Frontier",
     "GoExploreWrapper",
     "LocalArchiveSource",
+    "LocalCurriculum",
     "PlannerControlWrapper",
     "PositionPublisher",
     "PositionPublisherWrapper",

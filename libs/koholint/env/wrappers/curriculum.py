@@ -1,0 +1,218 @@
+"""Robustification (Go-Explore phase 2): a backward curriculum over a winning trajectory,
+and swarming to the newest milestone.
+
+Backward curriculum (Salimans & Chen 2018, as Go-Explore robustified its trajectories):
+episodes start from states of the winning trajectory near its end; when the share of
+episodes from the current start that win passes `threshold` (over the last `window`
+episodes from there), the start moves `move_by` steps earlier, until the policy wins from
+the beginning. Swarming (the Pokémon Red agent's, and the closest Zelda project's "advancing
+checkpoint"): when any env reaches a progress level higher than any before, its state
+becomes the swarm state, and a share of episodes start there.
+
+Both are shared by every env of a run through a source (``CurriculumSource``): in-process
+``LocalCurriculum``, or an actor behind the same methods (the trainer's).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, SupportsFloat
+
+import gymnasium as gym
+import numpy as np
+
+from koholint.env.zelda import ZeldaEnv, progress_level
+
+MAX_DEMO_STATES = 100_000
+
+
+@dataclass(frozen=True)
+class DemoState:
+    """A state of the winning trajectory: `step` actions from the start lead to it."""
+
+    step: int
+    state: bytes
+
+
+@dataclass(frozen=True)
+class Start:
+    """Where an episode starts: a demo state (`step` >= 0), a swarm state (`step` = -1) or
+    the env's own start (None state); `budget` is the steps it may take."""
+
+    state: bytes | None
+    step: int
+    budget: int
+
+
+class CurriculumSource(Protocol):
+    def start(self, seed: int) -> Start: ...
+
+    def report(self, step: int, won: bool) -> None:
+        """An episode that started at demo step `step` ended (won or not)."""
+        ...
+
+    def offer(self, level: int, state: bytes) -> None:
+        """A state at progress `level`: it becomes the swarm state if no state had as high a level."""
+        ...
+
+    def swarm_level(self) -> int: ...
+
+
+class LocalCurriculum:
+    """The curriculum's shared state in this process (see the module docstring).
+
+    `demo` are states along the winning trajectory, in order, the last one just before the
+    win; `demo_length` is the trajectory's length. An episode from demo step s may take
+    ``time_factor * (demo_length - s) + slack`` steps."""
+
+    def __init__(
+        self,
+        demo: Sequence[DemoState],
+        demo_length: int,
+        *,
+        threshold: float = 0.2,
+        window: int = 20,
+        move_by: int = 1,
+        swarm_share: float = 0.0,
+        time_factor: float = 2.0,
+        slack: int = 64,
+        max_episode_steps: int = 4096,
+    ) -> None:
+        if not demo or len(demo) > MAX_DEMO_STATES:
+            raise ValueError(f"demo needs 1..{MAX_DEMO_STATES} states, got {len(demo)}")
+        if any(b.step <= a.step for a, b in zip(demo, demo[1:], strict=False)):
+            raise ValueError("demo states must be in trajectory order (increasing steps)")
+        if not 0.0 < threshold <= 1.0 or window < 1 or move_by < 1:
+            raise ValueError(
+                f"threshold {threshold} must be in (0, 1], window {window} and move_by {move_by} >= 1"
+            )
+        if not 0.0 <= swarm_share < 1.0:
+            raise ValueError(f"swarm_share {swarm_share}: use 0 <= share < 1")
+        self.demo = list(demo)
+        self.demo_length = demo_length
+        self.threshold, self.window, self.move_by = threshold, window, move_by
+        self.swarm_share = swarm_share
+        self.time_factor, self.slack = time_factor, slack
+        self.max_episode_steps = max_episode_steps
+        self.position = len(self.demo) - 1
+        """index into `demo` of the current start; -1 = the env's own start (done)"""
+        self._results: deque[bool] = deque(maxlen=window)
+        self._swarm: tuple[int, bytes] | None = None
+        self.moves: list[int] = []
+        """the demo step of every start the curriculum moved to, in order"""
+
+    @property
+    def start_step(self) -> int:
+        """Demo step episodes start from now (0 when the curriculum reached the start)."""
+        return self.demo[self.position].step if self.position >= 0 else 0
+
+    def start(self, seed: int) -> Start:
+        rng = np.random.default_rng(seed)
+        if self._swarm is not None and rng.random() < self.swarm_share:
+            return Start(self._swarm[1], -1, self.max_episode_steps)
+        if self.position < 0:
+            return Start(None, 0, self.max_episode_steps)
+        step = self.demo[self.position].step
+        return Start(self.demo[self.position].state, step, self._budget(step))
+
+    def _budget(self, step: int) -> int:
+        wanted = int(self.time_factor * (self.demo_length - step)) + self.slack
+        return min(wanted, self.max_episode_steps)
+
+    def report(self, step: int, won: bool) -> None:
+        if step != self.start_step or step < 0:
+            return  # an episode from an older start, or from the swarm
+        self._results.append(won)
+        if len(self._results) == self.window and self.success_rate() >= self.threshold:
+            self._move_earlier()
+
+    def success_rate(self) -> float:
+        return sum(self._results) / len(self._results) if self._results else 0.0
+
+    def _move_earlier(self) -> None:
+        target = self.start_step - self.move_by
+        while self.position >= 0 and self.demo[self.position].step > target:
+            self.position -= 1
+        self._results.clear()
+        self.moves.append(self.start_step)
+
+    def offer(self, level: int, state: bytes) -> None:
+        if self._swarm is None or level > self._swarm[0]:
+            self._swarm = (level, state)
+
+    def swarm_level(self) -> int:
+        return self._swarm[0] if self._swarm is not None else -1
+
+
+class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
+    """Starts each episode where the curriculum says, truncates it after the start's step
+    budget, reports wins back, and offers states of a new best progress level to the swarm.
+
+    ``info['curriculum']`` (at reset) holds the start's demo step (-1 swarm, 0 the env's own
+    start) and the source's swarm level. Offering a state costs a save (~25 ms), so the env
+    offers only when its level beats the swarm level it last heard of."""
+
+    def __init__(self, env: gym.Env[np.ndarray, Any], source: CurriculumSource) -> None:
+        super().__init__(env)
+        if not isinstance(env.unwrapped, ZeldaEnv):
+            raise TypeError("CurriculumWrapper wraps koholint/Zelda-v1 (ZeldaEnv)")
+        self.source = source
+        self._start = Start(None, 0, 1)
+        self._steps = 0
+        self._swarm_level = -1
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        if seed is not None:
+            self.np_random, _ = gym.utils.seeding.np_random(seed)
+        self._start = self.source.start(int(self.np_random.integers(0, 2**31 - 1)))
+        options = dict(options or {})
+        if self._start.state is not None:
+            options["start_state"] = self._start.state
+        observation, info = self.env.reset(seed=seed, options=options)
+        self._steps = 0
+        self._swarm_level = self.source.swarm_level()
+        info["curriculum"] = {"start_step": self._start.step, "swarm_level": self._swarm_level}
+        return observation, info
+
+    def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._steps += 1
+        zelda: ZeldaEnv = self.env.unwrapped  # type: ignore[assignment]
+        raw = zelda.raw_state
+        if not raw.transition:
+            level = progress_level(raw)
+            if level > self._swarm_level:
+                self.source.offer(level, zelda.gameboy.save_state())
+                self._swarm_level = self.source.swarm_level()
+        if not terminated and self._steps >= self._start.budget:
+            truncated = True
+        if terminated or truncated:
+            self.source.report(self._start.step, bool(terminated))
+        return observation, reward, terminated, truncated, info
+
+
+def demo_states(
+    trajectory: bytes, env: ZeldaEnv, *, every: int = 8, seed: int = 0
+) -> list[DemoState]:
+    """Replay `trajectory` (one action per byte) in `env` from its configured start and save
+    a state every `every` steps (and at the start), stopping before the winning step."""
+    if every < 1:
+        raise ValueError(f"every {every} must be >= 1")
+    if env.config.sticky_action_probability or env.config.latch_steps != 1:
+        raise ValueError(
+            "the demo replays only without sticky actions or latched holds: make the env with "
+            "sticky_action_probability=0 and latch_steps=1 (phase 1 explored without them)"
+        )
+    env.reset(seed=seed)
+    states = [DemoState(0, env.gameboy.save_state())]
+    for index, action in enumerate(trajectory[:-1], start=1):
+        _, _, terminated, truncated, _ = env.step(action)
+        if terminated or truncated:
+            raise ValueError(f"the trajectory ended the episode at step {index}, before its end")
+        if index % every == 0 and not env.raw_state.transition:
+            states.append(DemoState(index, env.gameboy.save_state()))
+    return states

@@ -1,0 +1,98 @@
+"""Robustification: the backward curriculum over a winning trajectory, and swarming."""
+
+from __future__ import annotations
+
+import pytest
+
+from koholint.env.wrappers.curriculum import (
+    CurriculumWrapper,
+    DemoState,
+    LocalCurriculum,
+    demo_states,
+)
+from koholint.env.zelda import Action, ZeldaEnv, progress_level
+
+DEMO = [DemoState(step, f"state-{step}".encode()) for step in (0, 8, 16, 24, 32)]
+
+
+def test_the_start_moves_earlier_when_enough_episodes_win():
+    curriculum = LocalCurriculum(DEMO, 40, threshold=0.5, window=4, move_by=8)
+    start = curriculum.start(seed=0)
+    assert (start.state, start.step) == (b"state-32", 32)
+    assert start.budget == 2 * (40 - 32) + 64  # time_factor x what the demo took, plus slack
+    for won in (True, False, True):
+        curriculum.report(32, won)
+    assert curriculum.start_step == 32  # the window is not full yet
+    curriculum.report(32, False)  # 2 of 4 = the threshold
+    assert curriculum.start_step == 24
+    assert curriculum.moves == [24]
+    curriculum.report(32, True)  # an episode from the old start does not count
+    assert curriculum.success_rate() == 0.0
+    for _ in range(4 * 4):
+        curriculum.report(curriculum.start_step, True)
+    assert curriculum.start_step == 0
+    assert curriculum.start(seed=1).state is None  # the env's own start: the curriculum is done
+    assert curriculum.moves == [24, 16, 8, 0, 0]
+
+
+def test_a_low_success_rate_keeps_the_start():
+    curriculum = LocalCurriculum(DEMO, 40, threshold=0.2, window=10)
+    for index in range(30):
+        curriculum.report(32, index % 10 == 0)  # 10%
+    assert curriculum.start_step == 32
+
+
+def test_swarming_sends_a_share_of_episodes_to_the_best_level():
+    curriculum = LocalCurriculum(DEMO, 40, swarm_share=0.25)
+    assert curriculum.swarm_level() == -1
+    curriculum.offer(2, b"level-2")
+    curriculum.offer(1, b"level-1")  # lower: ignored
+    assert curriculum.swarm_level() == 2
+    starts = [curriculum.start(seed) for seed in range(400)]
+    swarmed = [start for start in starts if start.step == -1]
+    assert {start.state for start in swarmed} == {b"level-2"}
+    assert 0.18 < len(swarmed) / len(starts) < 0.32
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"demo": [], "demo_length": 1}, "demo needs"),
+        ({"demo": DEMO[::-1], "demo_length": 40}, "trajectory order"),
+        ({"demo": DEMO, "demo_length": 40, "threshold": 0.0}, "threshold"),
+        ({"demo": DEMO, "demo_length": 40, "swarm_share": 1.0}, "swarm_share"),
+    ],
+)
+def test_bad_settings_name_the_fix(settings, message):
+    with pytest.raises(ValueError, match=message):
+        LocalCurriculum(**settings)
+
+
+def test_episodes_start_on_the_demo_and_report_back():
+    """A 'demo' walked up from the village: the wrapper starts there, truncates after the
+    budget, reports the episode, and offers states of a new level to the swarm."""
+    walker = ZeldaEnv(info_state=False)
+    trajectory = bytes([Action.UP] * 16 + [Action.NOOP])
+    demo = demo_states(trajectory, walker, every=8)
+    assert [state.step for state in demo] == [0, 8, 16]
+    walker.close()
+    curriculum = LocalCurriculum(demo, len(trajectory), window=1, threshold=1.0, slack=2)
+    env = CurriculumWrapper(ZeldaEnv(info_state=False), curriculum)
+    _, info = env.reset(seed=0)
+    assert info["curriculum"]["start_step"] == 16
+    zelda = env.unwrapped
+    assert zelda.raw_state.y < 80  # started up the village, not at its start
+    assert curriculum.swarm_level() == -1
+    steps, truncated = 0, False
+    while not truncated:
+        _, _, _, truncated, _ = env.step(Action.NOOP)
+        steps += 1
+    assert steps == 2 * 1 + 2  # (17 - 16) demo steps, doubled, plus the slack
+    assert curriculum.start_step == 16  # the episode did not win
+    assert curriculum.swarm_level() == progress_level(zelda.raw_state) == 0  # offered once
+    env.close()
+
+
+def test_the_demo_must_replay_without_sticky_actions():
+    with pytest.raises(ValueError, match="sticky"):
+        demo_states(b"\x01", ZeldaEnv(sticky_action_probability=0.25))
