@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from evaluator.segments import LoadedSegment
 from koholint.planning.llm import (
+    MAX_PROMPT_CHARS,
     CircuitOpenError,
     LlmClient,
     LlmRejectedError,
@@ -71,6 +72,8 @@ VISION_QUESTION = (
     "These are key frames of one segment, in order (first, where the room, health or items "
     "changed, last). How good was this segment of play? Label what Link was doing."
 )
+IMAGE_BUDGET_CHARS = MAX_PROMPT_CHARS * 3 // 4
+"""Base64 frames in one vision prompt at most (the rest of the prompt fits in the remainder)."""
 PROMPT_HASH = hashlib.sha256(
     "\x00".join((SYSTEM_PROMPT, STATE_QUESTION, PROGRESS_QUESTION, VISION_QUESTION)).encode()
 ).hexdigest()[:16]
@@ -99,9 +102,13 @@ def judge_messages(judge: str, segment: LoadedSegment) -> list[dict[str, Any]]:
     system = {"role": "system", "content": SYSTEM_PROMPT}
     if judge == "vision":
         parts: list[dict[str, Any]] = [{"type": "text", "text": VISION_QUESTION}]
+        budget = IMAGE_BUDGET_CHARS
         for step, png in segment.key_frames:
-            parts.append({"type": "text", "text": f"step {step}:"})
             url = f"data:image/png;base64,{base64.b64encode(png).decode()}"
+            budget -= len(url)
+            if budget < 0:  # the client refuses prompts over its limit: show fewer frames
+                break
+            parts.append({"type": "text", "text": f"step {step}:"})
             parts.append({"type": "image_url", "image_url": {"url": url}})
         return [system, {"role": "user", "content": parts}]
     question = (

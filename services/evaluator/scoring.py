@@ -47,6 +47,7 @@ from koholint.schemas.evaluator import (
     JUDGE_ROUTES,
     JUDGES,
     SCORE_SCHEMA_VERSION,
+    AbstainReason,
     Abstention,
     JudgeResult,
     SampleAnswer,
@@ -199,7 +200,7 @@ class Evaluator:
         )
         for segment in segments:
             for judge in JUDGES:
-                if self.judges.abstains(judge) is not None:
+                if self._abstains(judge, segment) is not None:
                     continue
                 for seed in self.config.seeds:
                     key = (segment.ref.prefix, judge)
@@ -210,6 +211,12 @@ class Evaluator:
                         answers[key].append(pool.submit(self.judges.answer, judge, segment, seed))
         return answers
 
+    def _abstains(self, judge: str, segment: LoadedSegment) -> tuple[AbstainReason, str] | None:
+        """Why `judge` is not asked about `segment` (the backend, or no frames to look at)."""
+        if judge == "vision" and not segment.key_frames:
+            return "no_vision", "the segment was exported without frames"
+        return self.judges.abstains(judge)
+
     def _judge_results(
         self,
         segment: LoadedSegment,
@@ -218,7 +225,7 @@ class Evaluator:
         models = self.config.models
         results = []
         for judge in JUDGES:
-            reason = self.judges.abstains(judge)
+            reason = self._abstains(judge, segment)
             if reason is not None:
                 results.append(abstained(judge, models.get(judge, "none"), *reason))
                 continue

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,6 +11,7 @@ from tests.services.evaluator.conftest import segment_prefixes, verdict
 from evaluator.judges import make_judges
 from evaluator.scoring import Evaluator
 from koholint.bus import MemoryBus
+from koholint.env.export import Segment, write_segment
 from koholint.schemas.evaluator import ScoreRecord, ScoresEvent
 from koholint.store import LocalStore
 
@@ -126,3 +128,20 @@ def test_unreachable_judge_defers_the_segment_and_writes_nothing(
     assert "judges unreachable" in report.results[0].detail
     assert local_store.list("scores/") == []
     assert bus.consume("koholint.scores", "g", "c") == []
+
+
+def test_vision_abstains_on_a_segment_exported_without_frames(
+    scripted_judge, local_store: LocalStore
+):
+    source = segment_prefixes(local_store, "run-eval")[0]
+    steps = [json.loads(line) for line in local_store.get(f"{source}/ram.jsonl").splitlines()]
+    write_segment(local_store, Segment("run-eval", "frameless", 0, steps=steps))
+    judge, url = scripted_judge(
+        dict.fromkeys(("state", "puzzle", "vision"), lambda body: verdict(4, "stuck"))
+    )
+    evaluator = evaluator_for(url, local_store, MemoryBus(), samples=1)
+    record = evaluator.evaluate(["episodes/run-eval/frameless/00000"]).results[0].record
+    evaluator.close()
+    assert {a.judge: a.reason for a in record.abstentions} == {"vision": "no_vision"}
+    assert judge.count("vision") == 0
+    assert record.label == "stuck"
