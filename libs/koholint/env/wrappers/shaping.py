@@ -45,7 +45,8 @@ class ShapingWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     ``set_potential`` stages a new potential: it takes effect at the next reset, never within
     an episode (a potential swapped mid-episode would break the telescoping sum).
     ``info['reward_components']['shaping']`` carries F and ``info['reward_model_version']`` the
-    version that shaped the step; ``shaped_steps`` counts steps per version.
+    version that shaped the step; ``shaped_steps`` counts steps per version, ``shaping_sum``
+    and ``shaping_abs_sum`` add up F and |F| (what the trainer reports).
     """
 
     def __init__(self, env: gym.Env[np.ndarray, Any], *, gamma: float, scale: float = 1.0,
@@ -61,6 +62,8 @@ class ShapingWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self._pending: Potential | None = potential
         self._phi = 0.0
         self.shaped_steps: dict[str, int] = {}
+        self.shaping_sum = 0.0
+        self.shaping_abs_sum = 0.0
 
     def set_potential(self, potential: Potential | None) -> None:
         """Use `potential` from the next episode on (None turns shaping off then)."""
@@ -95,4 +98,6 @@ class ShapingWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         info["reward_model_version"] = self.potential.version
         version = self.potential.version
         self.shaped_steps[version] = self.shaped_steps.get(version, 0) + 1
+        self.shaping_sum += shaping
+        self.shaping_abs_sum += abs(shaping)
         return observation, float(reward) + shaping, terminated, truncated, info

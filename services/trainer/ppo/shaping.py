@@ -1,0 +1,89 @@
+"""The trainer's side of reward-model shaping: which model shapes, and handing it to the envs.
+
+Between iterations the driver asks its ``RewardModelSource`` for a new version; a new one is
+sent to every env runner, whose ``ShapingWrapper``s switch to it at their next episode (never
+mid-episode). After each iteration the driver gathers, from every wrapper, how many steps
+each version shaped and the sum of the shaping terms: the run status and the ledger record
+them.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+
+from koholint.env.wrappers import RewardModelPotential, ShapingWrapper
+from koholint.reward.model import LoadedRewardModel
+
+logger = logging.getLogger("trainer.ppo.shaping")
+
+
+@dataclass
+class ShapingReport:
+    """What shaping did so far in a run (summed over every env)."""
+
+    version: str | None = None
+    """the version the envs were last given"""
+    steps_by_version: dict[str, int] = field(default_factory=dict)
+    shaping_sum: float = 0.0
+    shaping_abs_sum: float = 0.0
+    refused: int = 0
+    """versions that failed to load or verify (the previous one was kept)"""
+    last_error: str | None = None
+
+
+def shaping_wrappers(env: Any) -> list[ShapingWrapper]:
+    """Every ShapingWrapper in an env, a vector env (``.envs``) or a wrapper chain."""
+    found: list[ShapingWrapper] = []
+    for member in getattr(env, "envs", None) or [env]:
+        layer = member
+        while layer is not None:
+            if isinstance(layer, ShapingWrapper):
+                found.append(layer)
+            layer = layer.env if isinstance(layer, gym.Wrapper) else None
+    return found
+
+
+def give_potential(env: Any, model: LoadedRewardModel) -> int:
+    """Stage `model` on every shaping wrapper of `env`; returns how many took it."""
+    wrappers = shaping_wrappers(env)
+    for wrapper in wrappers:
+        wrapper.set_potential(RewardModelPotential(model))
+    return len(wrappers)
+
+
+def shaping_counts(env: Any) -> tuple[dict[str, int], float, float]:
+    """(steps per version, sum of F, sum of |F|) over `env`'s shaping wrappers."""
+    steps: dict[str, int] = {}
+    total = absolute = 0.0
+    for wrapper in shaping_wrappers(env):
+        for version, count in wrapper.shaped_steps.items():
+            steps[version] = steps.get(version, 0) + count
+        total += wrapper.shaping_sum
+        absolute += wrapper.shaping_abs_sum
+    return steps, total, absolute
+
+
+def broadcast_model(algo: Any, model: LoadedRewardModel) -> int:
+    """Send `model` to every env runner (and the driver's own, when it samples)."""
+    taken = algo.env_runner_group.foreach_env_runner(
+        lambda runner: give_potential(runner.env, model), local_env_runner=True
+    )
+    return int(sum(count or 0 for count in taken))
+
+
+def gather_counts(algo: Any, report: ShapingReport) -> ShapingReport:
+    """Fill `report` with the envs' counts (totals since the run began)."""
+    counts = algo.env_runner_group.foreach_env_runner(
+        lambda runner: shaping_counts(runner.env), local_env_runner=True
+    )
+    report.steps_by_version, report.shaping_sum, report.shaping_abs_sum = {}, 0.0, 0.0
+    for steps, total, absolute in counts:
+        for version, count in steps.items():
+            report.steps_by_version[version] = report.steps_by_version.get(version, 0) + count
+        report.shaping_sum += total
+        report.shaping_abs_sum += absolute
+    return report
