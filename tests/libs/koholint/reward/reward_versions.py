@@ -1,4 +1,4 @@
-"""A stored reward-model version with random weights, for the reward library's tests."""
+"""Reward models with random weights (stored or in memory) for the reward and shaping tests."""
 
 from __future__ import annotations
 
@@ -7,7 +7,13 @@ import hashlib
 import numpy as np
 
 from koholint.reward.features import encoder_version
-from koholint.reward.model import RewardFunction, new_version, publish, weights_bytes
+from koholint.reward.model import (
+    LoadedRewardModel,
+    RewardFunction,
+    new_version,
+    publish,
+    weights_bytes,
+)
 from koholint.schemas.reward_model import RewardModelCard
 from koholint.store import LocalStore
 
@@ -30,3 +36,17 @@ def make_version(store: LocalStore, *, seed: int = 0, weight_scale: float = 1.0)
     )  # fmt: skip
     publish(store, card, function)
     return card
+
+
+def random_reward_model(seed: int = 0, hidden: int = 16) -> LoadedRewardModel:
+    rng = np.random.default_rng(seed)
+    layers = (
+        (rng.normal(size=(128, hidden)).astype(np.float32), rng.normal(size=hidden).astype(np.float32)),
+        (rng.normal(size=(hidden, 1)).astype(np.float32), np.zeros(1, np.float32)),
+    )  # fmt: skip
+    card = RewardModelCard(
+        version="rm-20261123-000000-abcdef", created_at=0.0, encoder_version=encoder_version(),
+        observation_size=128, hidden_sizes=[hidden], output_mean=0.5, output_std=2.0, pairs=0,
+        heldout_pairs=0, heldout_accuracy=1.0, segments=0, epochs=0, seed=seed, weights_sha256="0" * 64,
+    )  # fmt: skip
+    return LoadedRewardModel(card, RewardFunction(layers, 0.5, 2.0))

@@ -3,6 +3,7 @@ R_phi is applied to exactly the observations the export stores."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,10 +14,10 @@ import pytest
 from koholint.env.export import ExportQueue, read_segment
 from koholint.env.wrappers import RewardModelPotential, SegmentRecorder, ShapingWrapper
 from koholint.env.zelda import ZeldaEnv
-from koholint.reward.features import encoder_version
-from koholint.reward.model import LoadedRewardModel, RewardFunction
-from koholint.schemas.reward_model import RewardModelCard
 from koholint.store import LocalStore
+
+sys.path.insert(0, str(Path(__file__).parents[2] / "reward"))
+from reward_versions import random_reward_model
 
 GAMMA = 0.9
 
@@ -121,20 +122,6 @@ def test_shaping_is_zero_at_terminal_states():
     assert terminated
     assert reward == pytest.approx(-2.0)  # gamma * 0 - Phi(s0): no Phi(s') at the end
     assert info["reward_components"]["shaping"] == pytest.approx(-2.0)
-
-
-def random_reward_model(seed: int = 0, hidden: int = 16) -> LoadedRewardModel:
-    rng = np.random.default_rng(seed)
-    layers = (
-        (rng.normal(size=(128, hidden)).astype(np.float32), rng.normal(size=hidden).astype(np.float32)),
-        (rng.normal(size=(hidden, 1)).astype(np.float32), np.zeros(1, np.float32)),
-    )  # fmt: skip
-    card = RewardModelCard(
-        version="rm-20261123-000000-abcdef", created_at=0.0, encoder_version=encoder_version(),
-        observation_size=128, hidden_sizes=[hidden], output_mean=0.5, output_std=2.0, pairs=0,
-        heldout_pairs=0, heldout_accuracy=1.0, segments=0, epochs=0, seed=seed, weights_sha256="0" * 64,
-    )  # fmt: skip
-    return LoadedRewardModel(card, RewardFunction(layers, 0.5, 2.0))
 
 
 def test_shaped_return_differs_by_exactly_the_end_potentials_on_a_truncated_episode():
