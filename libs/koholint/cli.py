@@ -254,6 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_play(commands)
     add_explore(commands)
     _add_service_commands(commands)
+    from koholint.loop import register as add_loop  # the whole loop, through the commands above
+
+    add_loop(commands)
 
     serve = commands.add_parser("serve", help="run a service over HTTP")
     serve.add_argument("service", help=f"one of: {', '.join(sorted(installed_services()))}")
