@@ -15,9 +15,10 @@ from koholint.schemas.evaluator import JUDGES, LABELS
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Score every stored segment of a run; progress bar, then a summary table."""
     from evaluator.config import Settings
-    from evaluator.jobs import EvaluationStatus, evaluate_all, run_prefixes
+    from evaluator.jobs import evaluate_all, run_prefixes
     from evaluator.metrics import Metrics
     from evaluator.service import EvaluatorService
+    from koholint.schemas.evaluator import EvaluationStatus
 
     overrides = {
         name: value

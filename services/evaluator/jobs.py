@@ -12,57 +12,26 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Literal
-
-from pydantic import BaseModel, Field
 
 from evaluator.scoring import BatchReport, Evaluator
+from koholint.schemas.evaluator import MAX_FAILURES_SHOWN, EvaluationStatus, SegmentFailure
 from koholint.store import ObjectStore
 from koholint.web.problems import TooManyError, UnprocessableError
 
-JobState = Literal["queued", "running", "succeeded", "failed"]
-MAX_FAILURES_SHOWN = 50
 
-
-class SegmentFailure(BaseModel):
-    prefix: str
-    outcome: Literal["rejected", "deferred"]
-    reason: str
-
-
-class EvaluationStatus(BaseModel):
-    id: str
-    state: JobState
-    run: str | None = None
-    total: int = Field(0, description="segments to score")
-    scored: int = 0
-    already_scored: int = 0
-    rejected: int = 0
-    deferred: int = 0
-    kappa: float | None = Field(None, description="Fleiss' kappa of the last batch")
-    scores_keys: list[str] = Field(default_factory=list)
-    failures: list[SegmentFailure] = Field(default_factory=list, description="first 50")
-    error: str | None = None
-    started_at: float
-    finished_at: float | None = None
-
-    def add(self, report: BatchReport) -> None:
-        self.scored += len(report.by_outcome("scored"))
-        self.already_scored += len(report.by_outcome("already_scored"))
-        self.rejected += len(report.by_outcome("rejected"))
-        self.deferred += len(report.by_outcome("deferred"))
-        self.kappa = report.kappa if report.kappa is not None else self.kappa
-        self.scores_keys += report.scores_keys
-        for result in report.results:
-            if (
-                result.outcome in ("rejected", "deferred")
-                and len(self.failures) < MAX_FAILURES_SHOWN
-            ):
-                self.failures.append(
-                    SegmentFailure(
-                        prefix=result.prefix, outcome=result.outcome, reason=result.detail
-                    )
-                )
+def add_report(status: EvaluationStatus, report: BatchReport) -> None:
+    """Count a batch's outcomes into the job's status."""
+    status.scored += len(report.by_outcome("scored"))
+    status.already_scored += len(report.by_outcome("already_scored"))
+    status.rejected += len(report.by_outcome("rejected"))
+    status.deferred += len(report.by_outcome("deferred"))
+    status.kappa = report.kappa if report.kappa is not None else status.kappa
+    status.scores_keys += report.scores_keys
+    for result in report.results:
+        if result.outcome in ("rejected", "deferred") and len(status.failures) < MAX_FAILURES_SHOWN:
+            status.failures.append(
+                SegmentFailure(prefix=result.prefix, outcome=result.outcome, reason=result.detail)
+            )
 
 
 def run_prefixes(store: ObjectStore, run: str) -> list[str]:
@@ -85,7 +54,7 @@ def evaluate_all(
     """Score `prefixes` in batches, updating `status` after each."""
     status.state, status.total = "running", len(prefixes)
     for start in range(0, len(prefixes), batch_size):
-        status.add(evaluator.evaluate(prefixes[start : start + batch_size]))
+        add_report(status, evaluator.evaluate(prefixes[start : start + batch_size]))
         if on_batch is not None:
             on_batch(status)
     status.state, status.finished_at = "succeeded", time.time()

@@ -16,14 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from koholint.game.ram import InventoryItem
-from koholint.schemas.evaluator import SegmentFacts
+from koholint.schemas.evaluator import SEGMENT_PREFIX_PATTERN, SegmentFacts
 from koholint.store import ChecksumMismatchError, ObjectNotFoundError, ObjectStore, StoreError
 
 KNOWN_EXPORT_VERSIONS = (1, 2)
 """Export layouts this evaluator reads (2 adds the observation vector to each step)."""
-NAME = r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}"
-"""A run or episode name: no leading dot, so never '..'."""
-PREFIX_PATTERN = re.compile(rf"^episodes/({NAME})/({NAME})/(\d{{1,9}})$")
+PREFIX_PATTERN = re.compile(SEGMENT_PREFIX_PATTERN)
 ITEM_NAMES = {int(item): item.name.lower() for item in InventoryItem if item}
 REQUIRED_STATE_KEYS = frozenset((
     "room", "link", "dialog", "inventory", "health", "keys", "kills", "deaths", "rupees",

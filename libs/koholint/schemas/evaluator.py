@@ -15,9 +15,9 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 SCORE_SCHEMA_VERSION: Literal[1] = 1
 LABELS = ("progress", "exploring", "stuck", "backtracking", "dying")
@@ -32,6 +32,13 @@ SampleOutcome = Literal["valid", "repaired", "rejected", "unavailable", "circuit
 AbstainReason = Literal["rejected", "unavailable", "no_vision", "not_configured"]
 MAX_EVENTS = 16
 MAX_RECORDS_PER_EVENT = 256
+NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}"
+"""A run or episode name: no leading dot, so never '..'."""
+RUN_PATTERN = rf"^{NAME_PATTERN}$"
+SEGMENT_PREFIX_PATTERN = rf"^episodes/({NAME_PATTERN})/({NAME_PATTERN})/(\d{{1,9}})$"
+"""episodes/<run>/<episode>/<segment>, as the trainer's export writes them."""
+MAX_PREFIXES_PER_REQUEST = 256
+MAX_FAILURES_SHOWN = 50
 
 
 class _Model(BaseModel):
@@ -155,6 +162,52 @@ class ScoresEvent(_Model):
     kappa: float | None = Field(
         None, description="Fleiss' kappa of the judges' labels in the batch"
     )
+
+
+SegmentPrefix = Annotated[str, StringConstraints(pattern=SEGMENT_PREFIX_PATTERN, max_length=400)]
+
+
+class EvaluationRequest(_Model):
+    """``POST /v1/evaluations``: exactly one of `prefixes` or `run`."""
+
+    prefixes: list[SegmentPrefix] | None = Field(
+        None, min_length=1, max_length=MAX_PREFIXES_PER_REQUEST,
+        description="segment prefixes, episodes/<run>/<episode>/<segment>",
+    )  # fmt: skip
+    run: str | None = Field(None, pattern=RUN_PATTERN, description="score every stored segment")
+
+    @model_validator(mode="after")
+    def one_target(self) -> EvaluationRequest:
+        if (self.prefixes is None) == (self.run is None):
+            raise ValueError("give either prefixes or run, not both and not neither")
+        return self
+
+
+class SegmentFailure(BaseModel):
+    prefix: str
+    outcome: Literal["rejected", "deferred"]
+    reason: str
+
+
+class EvaluationStatus(BaseModel):
+    """An evaluation job: what it was asked and how each segment ended."""
+
+    id: str
+    state: Literal["queued", "running", "succeeded", "failed"]
+    run: str | None = None
+    total: int = Field(0, description="segments to score")
+    scored: int = 0
+    already_scored: int = 0
+    rejected: int = 0
+    deferred: int = 0
+    kappa: float | None = Field(None, description="Fleiss' kappa of the last batch")
+    scores_keys: list[str] = Field(default_factory=list)
+    failures: list[SegmentFailure] = Field(
+        default_factory=list, description=f"the first {MAX_FAILURES_SHOWN}"
+    )
+    error: str | None = None
+    started_at: float
+    finished_at: float | None = None
 
 
 def schema_files() -> list[tuple[Path, str]]:

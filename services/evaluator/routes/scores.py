@@ -9,9 +9,8 @@ from starlette.concurrency import run_in_threadpool
 
 from evaluator.deps import ServiceDep
 from evaluator.output import MAX_LIST_RECORDS
-from evaluator.routes.evaluations import PREFIX_PATTERN, RUN_PATTERN
 from evaluator.segments import parse_prefix
-from koholint.schemas.evaluator import ScoreRecord
+from koholint.schemas.evaluator import RUN_PATTERN, SEGMENT_PREFIX_PATTERN, ScoreRecord
 from koholint.web.problems import NotFoundError, problem_responses
 
 router = APIRouter(prefix="/v1", tags=["scores"])
@@ -29,7 +28,7 @@ async def list_scores(
 
 @router.get("/segments/{prefix:path}/score", responses=problem_responses(404, 422))
 async def get_segment_score(
-    service: ServiceDep, prefix: Annotated[str, Path(pattern=PREFIX_PATTERN)]
+    service: ServiceDep, prefix: Annotated[str, Path(pattern=SEGMENT_PREFIX_PATTERN)]
 ) -> ScoreRecord:
     """The segment's record under the service's current judge configuration."""
     evaluator = service.evaluator
