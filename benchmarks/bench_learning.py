@@ -25,7 +25,11 @@ from koholint.env.zelda import MILESTONES, ZeldaEnv
 
 EPISODE = 1024
 PPO_CONFIGS: dict[str, dict[str, Any]] = {
-    "ppo": {"reward_mode": "progress", "curiosity_weight": 0.0, "archive_restart_every": 0},
+    "ppo": {
+        "env": {"reward_mode": "progress"},
+        "curiosity_weight": 0.0,
+        "archive_restart_every": 0,
+    },
     "ppo+coverage": {"curiosity_weight": 0.0, "archive_restart_every": 0},
     "ppo+coverage+rnd": {"curiosity_weight": 1.0, "archive_restart_every": 0},
     "full": {"curiosity_weight": 1.0, "archive_restart_every": 4},  # + the archive
@@ -67,22 +71,24 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
 
 
 def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> dict[str, Any]:
-    from trainer.ppo.config import TrainConfig
+    from trainer.ppo.config import Deployment, resolve
     from trainer.ppo.run import TrainingRun
 
     folder = tempfile.mkdtemp(prefix=f"learning-{config_name}-")
-    config = TrainConfig.from_mapping(
+    settings = dict(PPO_CONFIGS[config_name])
+    env = {"max_episode_steps": EPISODE, **settings.pop("env", {})}
+    config = resolve(
         {
             "run": f"learning-{config_name.replace('+', '-')}", "total_env_steps": steps, "seed": seed,
-            "episode_length": EPISODE, "num_env_runners": workers, "envs_per_env_runner": envs,
-            "export_every_episodes": 0, "checkpoint_every_iterations": 50,
-            "store_url": f"{folder}/store", "run_dir": f"{folder}/runs",
-            **PPO_CONFIGS[config_name],
+            "env": env, "num_env_runners": workers, "envs_per_env_runner": envs,
+            "export_every_episodes": 0, "checkpoint_every_iterations": 50, **settings,
         },
         environ={},
     )  # fmt: skip
+    deployment = Deployment(store_url=f"{folder}/store", run_dir=f"{folder}/runs")
     started = time.perf_counter()
-    status = TrainingRun(config).run()
+    run = TrainingRun(config, deployment)
+    status = run.run()
     elapsed = time.perf_counter() - started
     if status.state != "finished":
         raise RuntimeError(f"{config_name}: the run ended {status.state}: {status.error}")
@@ -90,7 +96,7 @@ def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> d
         "rooms": status.rooms_mean, "cells": status.cells_mean, "win_rate": status.win_rate,
         "reached": {m: status.reached.get(m, 0.0) for m in MILESTONES},
         "archive_cells": status.archive_cells, "steps_per_second": status.steps_per_second,
-        "wall_s": elapsed, "env_steps": status.env_steps, "curve": status.curve,
+        "wall_s": elapsed, "env_steps": status.env_steps, "curve": run.curve,
     }  # fmt: skip
 
 

@@ -66,21 +66,16 @@ def stable_baselines(steps: int, envs: int) -> float:
 
 
 def training(steps: int, **overrides: object) -> float:
-    from trainer.ppo.config import TrainConfig
+    from trainer.ppo.config import Deployment, resolve
     from trainer.ppo.run import TrainingRun
 
     folder = tempfile.mkdtemp()
-    config = TrainConfig.from_mapping(
-        {
-            "total_env_steps": steps,
-            "store_url": f"{folder}/store",
-            "run_dir": f"{folder}/runs",
-            **overrides,
-        },
-        environ={},
-    )
+    config = resolve({"total_env_steps": steps, **overrides}, environ={})
+    deployment = Deployment(store_url=f"{folder}/store", run_dir=f"{folder}/runs")
     rates: list[float] = []
-    TrainingRun(config).run(on_iteration=lambda status: rates.append(status.steps_per_second))
+    TrainingRun(config, deployment).run(
+        on_iteration=lambda status: rates.append(status.steps_per_second)
+    )
     return rates[-1]
 
 

@@ -10,7 +10,7 @@ from prometheus_client import CollectorRegistry
 
 from koholint.store import open_store
 from koholint.web.scaffold import check_in_thread, create_service_app, service_factory
-from trainer.config import Settings
+from trainer.config import Settings, is_loopback
 from trainer.metrics import RunCollector
 from trainer.routes import checkpoints, runs
 from trainer.service import Trainer
@@ -18,13 +18,17 @@ from trainer.service import Trainer
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    if not is_loopback(settings.host) and not settings.token.get_secret_value():
+        raise RuntimeError(
+            f"trainer: listening on {settings.host} (beyond loopback) needs a token for run "
+            "control: set KOHOLINT_TRAINER_TOKEN"
+        )
     registry = CollectorRegistry()
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        defaults = {"store_url": settings.store_url, "run_dir": settings.run_dir,
-                    "redis_url": settings.redis_url, "ray_address": settings.ray_address}  # fmt: skip
-        app.state.trainer = Trainer(open_store(settings.store_url), defaults)
+        app.state.settings = settings
+        app.state.trainer = Trainer(open_store(settings.store_url), settings)
         collector = RunCollector(app.state.trainer)
         registry.register(collector)
         try:

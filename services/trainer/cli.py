@@ -1,41 +1,98 @@
-"""`koholint train`: the trainer's command, added to the CLI through an entry point."""
+"""`koholint train`: the trainer's command, added to the CLI through an entry point.
+
+Its flags are generated from the settings' fields (trainer/ppo/config.py): a field's docstring
+is its help, a flag beats the field's environment variable, which beats the default.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
+import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, get_origin
+
+SHORT_FLAGS = {
+    "total_env_steps": "--steps",
+    "num_env_runners": "--workers",
+    "envs_per_env_runner": "--envs",
+    "resume_from": "--resume",
+    "env.max_episode_steps": "--episode-length",
+    "train_batch_size": "--batch",
+    "minibatch_size": "--minibatch",
+    "store_url": "--store",
+}
+"""Flags the README and the seed's users know, besides the generated --field-name."""
+DEPLOYMENT = "deployment."
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    """Train on embedded defaults (or RAY_ADDRESS etc.); progress bar, summary, learning curve."""
-    from trainer.ppo.config import TrainConfig, TrainConfigError
-    from trainer.ppo.run import RunStatus, TrainingRun
+    """Train on embedded defaults; progress bar, summary, learning curve."""
+    from trainer.config import Settings
+    from trainer.ppo.config import TrainConfigError, resolve, set_path
+    from trainer.ppo.run import TrainingRun
 
-    settings = {
-        name: value
-        for name, value in vars(args).items()
-        if name in TRAIN_FLAGS and value is not None
-    }
+    run_flags: dict[str, Any] = {}
+    deployment_flags: dict[str, Any] = {}
+    for dest, value in vars(args).items():
+        if dest.startswith(DEPLOYMENT):
+            deployment_flags[dest.removeprefix(DEPLOYMENT)] = value
+        elif dest.startswith("setting."):
+            set_path(run_flags, dest.removeprefix("setting."), value)
     try:
-        config = TrainConfig.from_mapping(settings)
+        config = resolve(run_flags, source="flag")
+        deployment = Settings(**deployment_flags).deployment()
+        run = TrainingRun(config, deployment)
+        run.preflight()
     except TrainConfigError as error:
         print(f"koholint train: {error}", file=sys.stderr)
         return 2
-    run = TrainingRun(config)
-
-    def progress(status: RunStatus) -> None:
-        done = min(status.env_steps / config.total_env_steps, 1.0)
-        bar = "#" * int(done * 30)
-        print(f"\r[{bar:<30}] {status.env_steps:>8}/{config.total_env_steps} steps  {status.steps_per_second:6.0f}/s  "
-              f"rooms {status.rooms_mean or 0:4.1f}  cells {status.cells_mean or 0:5.1f}  archive {status.archive_cells}",
-              end="", flush=True)  # fmt: skip
-
+    log = Path(deployment.run_dir).resolve() / config.run / "ray-driver.log"
     try:
-        status = run.run(on_iteration=progress)
+        with stderr_to(log):
+            status = run.run(on_iteration=_progress(config.total_env_steps))
     except TrainConfigError as error:
         print(f"\nkoholint train: {error}", file=sys.stderr)
         return 2
+    except Exception as error:
+        print(f"\nkoholint train: the run failed: {error} (details: {log})", file=sys.stderr)
+        return 1
+    _summary(status, deployment.run_dir)
+    return 0
+
+
+@contextlib.contextmanager
+def stderr_to(path: Path) -> Iterator[None]:
+    """Send this process's stderr (file descriptor 2, where Ray's C++ core writes its log
+    lines) to `path` while Ray runs, so nothing from Ray comes before the progress bar."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with path.open("ab") as log:
+            os.dup2(log.fileno(), 2)
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _progress(total: int) -> Any:
+    def progress(status: Any) -> None:
+        done = min(status.env_steps / total, 1.0)
+        bar = "#" * int(done * 30)
+        print(f"\r[{bar:<30}] {status.env_steps:>8}/{total} steps  {status.steps_per_second:6.0f}/s  "
+              f"rooms {status.rooms_mean or 0:4.1f}  cells {status.cells_mean or 0:5.1f}  archive {status.archive_cells}",
+              end="", flush=True)  # fmt: skip
+
+    return progress
+
+
+def _summary(status: Any, run_dir: str) -> None:
     print(
         f"\nrun {status.run}: {status.state} after {status.env_steps} steps in {status.iterations} iterations"
     )
@@ -46,43 +103,74 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(f"  return {shown(status.episode_return_mean)}  rooms {shown(status.rooms_mean)}  "
           f"cells {shown(status.cells_mean)}  win rate {shown(status.win_rate)}  "
           f"archive cells {status.archive_cells}  checkpoints {status.checkpoints}")  # fmt: skip
-    print(f"  learning curve: {Path(config.run_dir).resolve() / status.run / 'learning_curve.png'}")
-    return 0
-
-
-TRAIN_FLAGS = ("run", "total_env_steps", "num_env_runners", "envs_per_env_runner", "episode_length",
-               "train_batch_size", "minibatch_size", "store_url", "resume_from", "seed", "run_dir")  # fmt: skip
+    print(f"  learning curve: {Path(run_dir).resolve() / status.run / 'learning_curve.png'}")
 
 
 def register(commands: argparse._SubParsersAction) -> None:
     """Add `koholint train` (the CLI finds this through the koholint.commands entry point)."""
     train = commands.add_parser(
-        "train", help="train PPO on the cartridge (embedded defaults; RAY_ADDRESS joins a cluster)"
+        "train",
+        help="train PPO on the cartridge (embedded defaults; RAY_ADDRESS joins a cluster)",
+        description="Every setting: --flag > environment variable > default.",
     )
-    train.add_argument("--run", help="run name (default: from the time)")
-    train.add_argument(
-        "--steps", dest="total_env_steps", type=int, help="environment steps (default 20000)"
-    )
-    train.add_argument(
-        "--workers", dest="num_env_runners", type=int, help="env-runner processes (RAY_WORKERS)"
-    )
-    train.add_argument(
-        "--envs", dest="envs_per_env_runner", type=int, help="envs per runner (ENVS_PER_WORKER)"
-    )
-    train.add_argument(
-        "--episode-length",
-        dest="episode_length",
-        type=int,
-        help="steps per episode (EPISODE_LENGTH)",
-    )
-    train.add_argument(
-        "--batch", dest="train_batch_size", type=int, help="steps per update (BATCH_SIZE)"
-    )
-    train.add_argument("--minibatch", dest="minibatch_size", type=int, help="steps per minibatch")
-    train.add_argument("--store", dest="store_url", help="object store URL (KOHOLINT_STORE_URL)")
-    train.add_argument(
-        "--resume", dest="resume_from", help="a checkpoint name from the run's ledger"
-    )
-    train.add_argument("--seed", type=int)
-    train.add_argument("--run-dir", dest="run_dir", help="local folder for Ray files and the curve")
+    add_setting_flags(train)
     train.set_defaults(handler=cmd_train)
+
+
+def add_setting_flags(parser: argparse.ArgumentParser) -> None:
+    """One flag per setting: the run's fields, the env's (--env-...), the deployment's."""
+    from koholint.env.zelda import EnvConfig
+    from trainer.config import Settings
+    from trainer.ppo.config import (
+        OPERATOR_ENV_SETTINGS,
+        TrainConfig,
+        environment_variable,
+        parse_text,
+    )
+
+    run = parser.add_argument_group("run settings (also the body of POST /v1/runs)")
+    for name, field in TrainConfig.model_fields.items():
+        if name == "env":
+            continue
+        many = get_origin(field.annotation) is list or "list[" in str(field.annotation)
+        _add_flag(run, name, f"setting.{name}", field.description or "", environment_variable(name),
+                  field.default, parse_text, many)  # fmt: skip
+    env = parser.add_argument_group("env settings (the env object of POST /v1/runs)")
+    docs = _env_docs()
+    defaults = TrainConfig().env
+    for item in dataclasses.fields(EnvConfig):
+        if item.name in OPERATOR_ENV_SETTINGS:
+            continue
+        path = f"env.{item.name}"
+        _add_flag(env, path, f"setting.{path}", docs.get(item.name, ""), environment_variable(path),
+                  getattr(defaults, item.name), parse_text, False, flag="--env-" + item.name.replace("_", "-"))  # fmt: skip
+    deployment = parser.add_argument_group("deployment (the service takes these from its settings)")
+    for name, field in Settings.model_fields.items():
+        if name not in ("store_url", "run_dir", "redis_url", "ray_address", "planner_url"):
+            continue
+        variable = (
+            "KOHOLINT_TRAINER_"
+            + name.upper()
+            + (" or RAY_ADDRESS" if name == "ray_address" else "")
+        )
+        _add_flag(deployment, name, f"{DEPLOYMENT}{name}", field.description or "", variable,
+                  field.default, str, False)  # fmt: skip
+
+
+def _add_flag(group: Any, path: str, dest: str, text: str, variable: str, default: Any,
+              kind: Any, many: bool, flag: str = "") -> None:  # fmt: skip
+    flags = [flag or "--" + path.replace("_", "-")]
+    if path in SHORT_FLAGS:
+        flags.insert(0, SHORT_FLAGS[path])
+    shown = getattr(default, "__dict__", default)
+    help_text = " ".join(text.split()).replace("%", "%%") + f" ({variable}; default {shown})"
+    group.add_argument(*flags, dest=dest, type=kind, nargs="+" if many else None,
+                       default=argparse.SUPPRESS, help=help_text, metavar="VALUE")  # fmt: skip
+
+
+def _env_docs() -> dict[str, str]:
+    from pydantic._internal._docs_extraction import extract_docstrings_from_cls
+
+    from koholint.env.zelda import EnvConfig
+
+    return extract_docstrings_from_cls(EnvConfig, use_inspect=True)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
+from koholint.schemas.trainer import CheckpointRecord
 from koholint.store import ObjectNotFoundError, ObjectStore, put_json
 
 LEDGER_SCHEMA_VERSION = 1
@@ -16,16 +15,6 @@ LEDGER_SCHEMA_VERSION = 1
 class UnknownCheckpointError(KeyError):
     def __str__(self) -> str:
         return str(self.args[0])
-
-
-@dataclass
-class CheckpointRecord:
-    run: str
-    step: int
-    name: str
-    prefix: str
-    saved_at: float
-    metrics: dict[str, float] = field(default_factory=dict)
 
 
 class CheckpointLedger:
@@ -37,7 +26,9 @@ class CheckpointLedger:
         self.key = f"checkpoints/{run}/ledger.json"
         try:
             document = json.loads(store.get(self.key))
-            self.records = [CheckpointRecord(**item) for item in document["checkpoints"]]
+            self.records = [
+                CheckpointRecord.model_validate(item) for item in document["checkpoints"]
+            ]
         except ObjectNotFoundError:
             self.records = []
 
@@ -50,7 +41,14 @@ class CheckpointLedger:
                 self.store.put(
                     f"{prefix}/{path.relative_to(directory).as_posix()}", path.read_bytes()
                 )
-        record = CheckpointRecord(self.run, step, name, prefix, time.time(), dict(metrics))
+        record = CheckpointRecord(
+            run=self.run,
+            step=step,
+            name=name,
+            prefix=prefix,
+            saved_at=time.time(),
+            metrics=dict(metrics),
+        )
         self.records = [r for r in self.records if r.step != step] + [record]
         self._save()
         return record
@@ -59,7 +57,7 @@ class CheckpointLedger:
         document = {
             "schema_version": LEDGER_SCHEMA_VERSION,
             "run": self.run,
-            "checkpoints": [asdict(r) for r in self.records],
+            "checkpoints": [r.model_dump() for r in self.records],
         }
         put_json(self.store, self.key, document)
 
@@ -67,7 +65,10 @@ class CheckpointLedger:
         for record in self.records:
             if record.name == name:
                 return record
-        raise UnknownCheckpointError(f"no checkpoint {name!r} in run {self.run}")
+        known = ", ".join(r.name for r in self.records[-3:]) or "none yet"
+        raise UnknownCheckpointError(
+            f"no checkpoint {name!r} in run {self.run} (its latest: {known})"
+        )
 
     def best(self, metric: str) -> CheckpointRecord:
         scored = [r for r in self.records if metric in r.metrics]
@@ -85,6 +86,3 @@ class CheckpointLedger:
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(self.store.get(key))
         return directory
-
-    def as_json(self) -> list[dict[str, Any]]:
-        return [asdict(r) for r in self.records]

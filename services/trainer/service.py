@@ -1,55 +1,82 @@
-"""The trainer's one active run, in a background thread that outlives client requests."""
+"""The trainer's runs: one active at a time, in a background thread that outlives requests."""
 
 from __future__ import annotations
 
+import os
 import threading
+from collections.abc import Mapping
 from typing import Any
 
-from koholint.store import ObjectStore
-from koholint.web.problems import ConflictError, NotFoundError, UnprocessableError
+from koholint.schemas.trainer import ACTIVE_STATES, CheckpointList, CheckpointRecord
+from koholint.store import ObjectStore, StoreError
+from koholint.web.problems import (
+    ConflictError,
+    NotFoundError,
+    UnavailableError,
+    UnprocessableError,
+)
+from trainer.config import Settings
 from trainer.ledger import CheckpointLedger, UnknownCheckpointError
-from trainer.ppo.config import TrainConfig, TrainConfigError
+from trainer.ppo.config import TrainConfigError, resolve
 from trainer.ppo.run import TrainingRun
 
 
 class Trainer:
-    def __init__(self, store: ObjectStore, defaults: dict[str, Any]) -> None:
+    def __init__(
+        self, store: ObjectStore, settings: Settings, environ: Mapping[str, str] | None = None
+    ) -> None:
         self.store = store
-        self.defaults = defaults
+        self.settings = settings
+        self.environ = os.environ if environ is None else environ
         self.runs: dict[str, TrainingRun] = {}
+        """every run this process started, oldest first; finished ones pruned (max_kept_runs)"""
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
     def active(self) -> TrainingRun | None:
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
-                return next(
-                    run
-                    for run in self.runs.values()
-                    if run.status.state in ("starting", "running", "stopping")
-                )
+                for run in self.runs.values():
+                    if run.status.state in ACTIVE_STATES:
+                        return run
         return None
 
-    def start(self, settings: dict[str, Any]) -> TrainingRun:
+    def start(self, overrides: Mapping[str, Any]) -> TrainingRun:
+        """Settings: defaults < the service's environment < `overrides` (the request body)."""
         running = self.active()
         if running is not None:
             raise ConflictError(
                 f"run {running.config.run} is active; stop it first", active_run=running.config.run
             )
         try:
-            config = TrainConfig.from_mapping({**self.defaults, **settings}, environ={})
-        except (TrainConfigError, TypeError) as error:
-            raise UnprocessableError(str(error)) from error
+            config = resolve(overrides, self.environ, source="request body")
+        except TrainConfigError as error:
+            raise UnprocessableError(
+                str(error), errors=[{"field": error.field, "message": str(error)}]
+            ) from error
         if config.run in self.runs:
             raise ConflictError(f"a run named {config.run!r} exists; choose another name")
-        run = TrainingRun(config)
+        run = TrainingRun(config, self.settings.deployment())
+        try:
+            run.preflight()  # before a 201: a run that cannot start is the caller's 422
+        except TrainConfigError as error:
+            raise UnprocessableError(
+                str(error), errors=[{"field": error.field, "message": str(error)}]
+            ) from error
         with self._lock:
+            self._prune()
             self.runs[run.config.run] = run
             self._thread = threading.Thread(
                 target=self._run, args=(run,), name=f"train-{run.config.run}", daemon=True
             )
             self._thread.start()
         return run
+
+    def _prune(self) -> None:
+        """Forget the oldest ended runs beyond max_kept_runs (their ledgers stay in the store)."""
+        ended = [name for name, run in self.runs.items() if run.status.state not in ACTIVE_STATES]
+        for name in ended[: max(0, len(ended) - self.settings.max_kept_runs + 1)]:
+            del self.runs[name]
 
     @staticmethod
     def _run(run: TrainingRun) -> None:
@@ -63,18 +90,32 @@ class Trainer:
             raise NotFoundError(f"no run {name!r}")
         return self.runs[name]
 
-    def ledger(self, run: str | None) -> CheckpointLedger:
-        name = run or (list(self.runs)[-1] if self.runs else None)
+    def listed(self) -> list[TrainingRun]:
+        """Active runs first, then the newest."""
+        runs = list(reversed(self.runs.values()))
+        return sorted(runs, key=lambda run: run.status.state not in ACTIVE_STATES)
+
+    def checkpoints(self, run: str | None) -> CheckpointList:
+        """A run's ledger; the latest run's by default; empty before any run."""
+        name = run or (next(reversed(self.runs)) if self.runs else None)
+        if name is None:
+            return CheckpointList(run=None, checkpoints=[])
+        return CheckpointList(run=name, checkpoints=self._ledger(name).records)
+
+    def best(self, run: str | None, metric: str) -> CheckpointRecord:
+        name = run or (next(reversed(self.runs)) if self.runs else None)
         if name is None:
             raise NotFoundError("no run yet: name one with ?run=")
-        return CheckpointLedger(self.store, name)
-
-    def best(self, run: str | None, metric: str) -> dict[str, Any]:
         try:
-            record = self.ledger(run).best(metric)
+            return self._ledger(name).best(metric)
         except UnknownCheckpointError as error:
             raise NotFoundError(str(error)) from error
-        return record.__dict__
+
+    def _ledger(self, run: str) -> CheckpointLedger:
+        try:
+            return CheckpointLedger(self.store, run)
+        except StoreError as error:
+            raise UnavailableError(f"object store: {error}") from error
 
     def shutdown(self) -> None:
         for run in self.runs.values():

@@ -109,6 +109,40 @@ class EpisodeEndVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             env.close()
 
 
+Wrap = Callable[[gym.Env[np.ndarray, Any], int], gym.Env[np.ndarray, Any]]
+"""Wraps env number `index` of a vector env (a trainer's exploration wrappers, say)."""
+
+
+def make_vector_env(
+    num_envs: int = 1, *, wrap: Wrap | None = None, vector: str = "episode-end", **settings: Any
+) -> VectorEnv[np.ndarray, np.ndarray, np.ndarray]:
+    """The ``vector_entry_point`` of ``koholint/Zelda-v1``: ``num_envs`` ZeldaEnv(**settings),
+    each passed through ``wrap(env, index)`` when given, in an ``EpisodeEndVectorEnv``
+    (``vector="sync"``: Gymnasium's SyncVectorEnv, which keeps every step's infos).
+
+    >>> import gymnasium as gym, koholint
+    >>> envs = gym.make_vec(koholint.ENV_ID, 2, vectorization_mode="vector_entry_point")
+    >>> type(envs).__name__, envs.num_envs
+    ('EpisodeEndVectorEnv', 2)
+    >>> envs.close()
+    """
+    from koholint.env.zelda import ZeldaEnv
+
+    def make(index: int) -> Callable[[], gym.Env[np.ndarray, Any]]:
+        def build() -> gym.Env[np.ndarray, Any]:
+            env: gym.Env[np.ndarray, Any] = ZeldaEnv(**settings)
+            return wrap(env, index) if wrap is not None else env
+
+        return build
+
+    factories = [make(index) for index in range(num_envs)]
+    if vector == "sync":
+        return gym.vector.SyncVectorEnv(factories)
+    if vector != "episode-end":
+        raise ValueError(f"vector={vector!r}: use 'episode-end' or 'sync'")
+    return EpisodeEndVectorEnv(factories)
+
+
 def _seeds(seed: int | Sequence[int | None] | None, count: int) -> list[int | None]:
     if seed is None:
         return [None] * count

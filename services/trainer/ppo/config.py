@@ -1,109 +1,192 @@
-"""The trainer's configuration: one dataclass, every field documented, environment overrides."""
+"""The trainer's settings, one path: defaults < environment < command-line flags or request body.
+
+``TrainConfig`` is what a run chooses. Each field is one line and its docstring, which is its
+``koholint train`` flag's help (the flags are generated, trainer/cli.py), its OpenAPI
+description and the name of its environment variable (``KOHOLINT_TRAINER_<FIELD>``). The
+env's settings travel as one nested object, ``env``, validated once, by the environment
+itself (``koholint.env.zelda.EnvConfig``). ``Deployment`` is what only the operator chooses
+(store, run folder, Ray, Redis, the planner's URL): the service's Settings or the CLI's flags,
+never a request body.
+
+    config = resolve({"total_env_steps": 5000}, os.environ)
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
-import re
-from dataclasses import dataclass
-from typing import Any
+import typing
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
 
-# Environment variables that override fields (documented in docs/trainer.md).
-ENV_OVERRIDES = {
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    ValidationError,
+    WithJsonSchema,
+)
+from pydantic._internal._docs_extraction import extract_docstrings_from_cls
+
+from koholint.env.zelda import EnvConfig
+from koholint.game.states import STATE_NAMES
+from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN
+
+ENVIRONMENT_PREFIX = "KOHOLINT_TRAINER_"
+ENVIRONMENT_ALIASES = {
     "RAY_WORKERS": "num_env_runners",
     "ENVS_PER_WORKER": "envs_per_env_runner",
-    "EPISODE_LENGTH": "episode_length",
+    "EPISODE_LENGTH": "env.max_episode_steps",
     "BATCH_SIZE": "train_batch_size",
-    "MINIBATCH_SIZE": "minibatch_size",
-    "TOTAL_STEPS": "total_env_steps",
-    "FRAME_SKIP": "frame_skip",
-    "RAY_ADDRESS": "ray_address",
-    "KOHOLINT_STORE_URL": "store_url",
-    "KOHOLINT_REDIS_URL": "redis_url",
-    "KOHOLINT_RUN_DIR": "run_dir",
-    "PLANNER": "planner",
-    "PLANNER_URL": "planner_url",
 }
+"""The seed's variable names, kept (documented in docs/trainer.md); the prefixed name wins."""
 PLANNERS = ("off", "rules", "local", "llm-d", "http")
+MAX_ENV_STEPS = 10**10
+TRAIN_ENV_DEFAULTS: dict[str, Any] = {
+    "sticky_action_probability": 0.25,
+    "max_episode_steps": 1024,
+    "info_state": False,  # nothing in the trainer reads it; building it costs per step
+}
+"""Where the trainer's env differs from the env's own defaults."""
+OPERATOR_ENV_SETTINGS = {
+    "rom": "the ROM is the operator's: set KOHOLINT_ROM where the trainer runs"
+}
 
 
 class TrainConfigError(ValueError):
-    """A setting that cannot work; the message names it and the fix."""
+    """A setting that cannot work; the message names it (and where it came from) and the fix."""
+
+    def __init__(self, message: str, field: str = "") -> None:
+        super().__init__(message)
+        self.field = field
 
 
-@dataclass
-class TrainConfig:
-    """Everything a training run needs; `koholint train` and POST /v1/runs take the same fields."""
+def _env_with_trainer_defaults(value: Any) -> Any:
+    """The env object as given, over the trainer's env defaults; unknown keys refused."""
+    if isinstance(value, EnvConfig):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError("env must be an object of koholint/Zelda-v1 settings")
+    for key, why in OPERATOR_ENV_SETTINGS.items():
+        if key in value:
+            raise ValueError(f"{key}: {why}")
+    known = {field.name for field in dataclasses.fields(EnvConfig)}
+    unknown = sorted(set(value) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown env settings {unknown}; known: {sorted(known - set(OPERATOR_ENV_SETTINGS))}"
+        )
+    start = value.get("start_state", "start_of_play")
+    if start is not None and start not in STATE_NAMES:
+        raise ValueError(
+            f"start_state={start!r}: use a named state ({', '.join(STATE_NAMES)}) or null"
+        )
+    return {**TRAIN_ENV_DEFAULTS, **value}
 
-    run: str = ""
-    """run name; empty picks one from the time"""
-    total_env_steps: int = 20_000
-    """stop after this many environment steps"""
-    num_env_runners: int = 2
+
+def _validated_by_env(config: EnvConfig) -> EnvConfig:
+    config.validate()  # EnvConfigError is a ValueError: pydantic reports it under `env`
+    return config
+
+
+def _env_json_schema() -> dict[str, Any]:
+    """The env object's schema, from EnvConfig's fields and docstrings (start_state: a name)."""
+    docs = extract_docstrings_from_cls(EnvConfig, use_inspect=True)
+    hints = typing.get_type_hints(EnvConfig)
+    properties: dict[str, Any] = {}
+    for name in (field.name for field in dataclasses.fields(EnvConfig)):
+        if name in OPERATOR_ENV_SETTINGS:
+            continue
+        if name == "start_state":
+            schema: dict[str, Any] = {"anyOf": [{"enum": list(STATE_NAMES)}, {"type": "null"}]}
+        else:
+            schema = TypeAdapter(hints[name]).json_schema()
+        schema.pop("default", None)
+        properties[name] = {**schema, "description": docs.get(name, "")}
+    return {
+        "type": "object",
+        "title": "EnvSettings",
+        "description": "koholint/Zelda-v1 settings (koholint.env.zelda.EnvConfig), over the trainer's "
+        f"defaults {TRAIN_ENV_DEFAULTS}",
+        "properties": properties,
+        "additionalProperties": False,
+    }
+
+
+TrainEnv = Annotated[
+    EnvConfig,
+    BeforeValidator(_env_with_trainer_defaults),
+    AfterValidator(_validated_by_env),
+    WithJsonSchema(_env_json_schema()),  # EnvConfig allows callables, which have no schema
+]
+
+
+def default_env() -> EnvConfig:
+    return EnvConfig.from_mapping(TRAIN_ENV_DEFAULTS)
+
+
+class TrainConfig(BaseModel):
+    """A training run's settings; `koholint train` and POST /v1/runs take the same fields."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+
+    run: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,128}$")
+    """run name; empty picks a unique one from the time"""
+    total_env_steps: int = Field(20_000, ge=1, le=MAX_ENV_STEPS)
+    """stop after this many environment steps (counted across resumes)"""
+    num_env_runners: int = Field(2, ge=0, le=64)
     """Ray env-runner processes sampling in parallel (0 = sample in the driver); two on two
     cores samples 1.5x faster than one (the driver learns while they wait)"""
-    envs_per_env_runner: int = 4
+    envs_per_env_runner: int = Field(4, ge=1, le=64)
     """environments stepped by each runner (several per runner share RLlib's per-step
     overhead: 8 in one runner step 1.5x the rate of 2)"""
-    episode_length: int = 1024
-    """steps before an episode is truncated"""
-    rollout_fragment_length: int = 0
+    rollout_fragment_length: int = Field(0, ge=0, le=1_000_000)
     """steps each env contributes per sample; 0 = the batch split evenly over all envs"""
-    train_batch_size: int = 1024
+    train_batch_size: int = Field(1024, ge=1, le=1_000_000)
     """steps per PPO update"""
-    minibatch_size: int = 256
-    """steps per SGD minibatch"""
-    num_epochs: int = 4
+    minibatch_size: int = Field(256, ge=1, le=1_000_000)
+    """steps per SGD minibatch (at most train_batch_size)"""
+    num_epochs: int = Field(4, ge=1, le=100)
     """passes over each batch"""
-    learning_rate: float = 3e-4
+    learning_rate: float = Field(3e-4, gt=0, le=1)
     """Adam step size"""
-    gamma: float = 0.99
+    gamma: float = Field(0.99, gt=0, le=1)
     """discount"""
-    entropy_coeff: float = 0.01
+    entropy_coeff: float = Field(0.01, ge=0, le=10)
     """entropy bonus, keeps the policy exploring"""
-    hidden_sizes: list[int] = dataclasses.field(default_factory=lambda: [64, 64])
+    hidden_sizes: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
+        [64, 64], min_length=1, max_length=8
+    )
     """hidden layers of the policy and of the value network (separate, tanh); SB3's
     MlpPolicy default — RLlib's own default (256, 256) costs ~3x per update here"""
     lean_sampling: bool = True
-    """sample through the trainer's own connectors and vector env (trainer/sampling.py,
-    koholint.env.vector) instead of RLlib's general ones: same data, ~1.5x the env steps/s"""
-    frame_skip: int = 4
-    """emulator frames per step"""
-    sticky_action_probability: float = 0.25
-    """chance the previous action repeats (robustness to timing)"""
-    latch_steps: int = 1
-    """steps a chosen direction stays held"""
-    reward_mode: str = "progress+coverage"
-    """sparse, progress or progress+coverage"""
-    start_state: str = "start_of_play"
-    """named start state of each episode"""
-    curiosity_weight: float = 1.0
+    """sample through the trainer's own connectors (trainer/ppo/sampling.py) instead of
+    RLlib's general ones: same data, ~1.5x the env steps/s"""
+    env: TrainEnv = Field(default_factory=default_env)
+    """the environment's settings (koholint/Zelda-v1: frame_skip, max_episode_steps,
+    reward_mode, start_state, ...), validated by the environment"""
+    curiosity_weight: float = Field(1.0, ge=0, le=1000)
     """RND weight before the 30% budget; 0 turns curiosity off"""
-    archive_restart_every: int = 4
+    archive_restart_every: int = Field(4, ge=0, le=1_000_000)
     """every K-th episode of an env starts from a frontier cell of the archive (0 = no archive)"""
-    export_every_episodes: int = 20
+    export_every_episodes: int = Field(20, ge=0, le=1_000_000)
     """every N-th episode of an env is exported as segments (0 = never)"""
-    segment_steps: int = 256
+    segment_steps: int = Field(256, ge=1, le=100_000)
     """steps per exported segment"""
-    checkpoint_every_iterations: int = 5
+    checkpoint_every_iterations: int = Field(5, ge=1, le=1_000_000)
     """save a checkpoint every this many training iterations (and at the end)"""
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**31 - 1)
     """seeds the envs and the policy"""
-    store_url: str = "runs/store"
-    """object store: a path, file:// or s3:// (episodes, archive, checkpoints)"""
-    redis_url: str = ""
-    """Redis for the koholint.segments stream; empty = no bus"""
-    ray_address: str = ""
-    """join this Ray cluster (KubeRay); empty starts Ray locally"""
-    run_dir: str = "runs"
-    """local folder for Ray's temporary files, the learning curve and logs"""
-    resume_from: str = ""
-    """a checkpoint name from the ledger to resume from"""
-    planner: str = "off"
-    """hybrid control in dialog and puzzle: off, rules, local, llm-d (in-process backends)
-    or http (the planner service at planner_url)"""
-    planner_url: str = ""
-    """the planner service (planner=http) or the language-model base URL (local, llm-d)"""
+    resume_from: str = Field("", pattern=rf"^$|{CHECKPOINT_NAME_PATTERN}")
+    """a checkpoint name from a ledger (<run>-step<12 digits>) to continue from; without a
+    run name, the run that owns the checkpoint continues"""
+    planner: Literal["off", "rules", "local", "llm-d", "http"] = "off"
+    """hybrid control in dialog and puzzle: off, rules, local, llm-d (in-process backends,
+    at the deployment's planner_url) or http (the planner service at planner_url)"""
 
     def fragment_length(self) -> int:
         """Steps per env per sample: the configured length, or the batch over all envs."""
@@ -112,73 +195,119 @@ class TrainConfig:
         envs = max(self.num_env_runners, 1) * self.envs_per_env_runner
         return max(1, -(-self.train_batch_size // envs))
 
-    def validate(self) -> None:
-        if self.num_env_runners < 0 or self.envs_per_env_runner < 1:
+    def check(self) -> None:
+        """Rules across fields (after every layer is applied, so no layer is judged alone)."""
+        if self.train_batch_size < self.minibatch_size:
             raise TrainConfigError(
-                f"num_env_runners={self.num_env_runners}, envs_per_env_runner={self.envs_per_env_runner}: "
-                "use num_env_runners >= 0 (0 samples in the driver) and envs_per_env_runner >= 1"
+                f"train_batch_size={self.train_batch_size} is smaller than minibatch_size="
+                f"{self.minibatch_size}: raise train_batch_size or lower minibatch_size",
+                "train_batch_size",
             )
-        if self.minibatch_size < 1 or self.train_batch_size < self.minibatch_size:
-            raise TrainConfigError(
-                f"train_batch_size={self.train_batch_size} is smaller than minibatch_size={self.minibatch_size}: "
-                "raise BATCH_SIZE or lower MINIBATCH_SIZE"
-            )
-        checks = [
-            (
-                re.fullmatch(r"[A-Za-z0-9_.-]{0,128}", self.run) is not None,
-                f"run={self.run!r}: use up to 128 letters, digits, '.', '_' or '-'",
-            ),
-            (self.total_env_steps >= 1, "total_env_steps must be >= 1"),
-            (self.episode_length >= 1, "episode_length must be >= 1"),
-            (1 <= self.frame_skip <= 60, "frame_skip must be 1..60"),
-            (self.rollout_fragment_length >= 0, "rollout_fragment_length must be >= 0 (0 = auto)"),
-            (self.num_epochs >= 1, "num_epochs must be >= 1"),
-            (isinstance(self.lean_sampling, bool), "lean_sampling must be true or false"),
-            (
-                isinstance(self.hidden_sizes, list)
-                and 1 <= len(self.hidden_sizes) <= 8
-                and all(isinstance(n, int) and 1 <= n <= 4096 for n in self.hidden_sizes),
-                "hidden_sizes must be 1 to 8 layer widths, each 1..4096",
-            ),
-            (self.learning_rate > 0, "learning_rate must be > 0"),
-            (0 < self.gamma <= 1, "gamma must be in (0, 1]"),
-            (self.curiosity_weight >= 0, "curiosity_weight must be >= 0"),
-            (self.archive_restart_every >= 0, "archive_restart_every must be >= 0 (0 = off)"),
-            (self.export_every_episodes >= 0, "export_every_episodes must be >= 0"),
-            (self.checkpoint_every_iterations >= 1, "checkpoint_every_iterations must be >= 1"),
-            (self.planner in PLANNERS, f"planner must be one of {', '.join(PLANNERS)}"),
-            (
-                self.planner not in ("http", "llm-d") or bool(self.planner_url),
-                f"planner={self.planner} needs planner_url (PLANNER_URL)",
-            ),
-            (
-                self.reward_mode in ("sparse", "progress", "progress+coverage"),
-                "reward_mode must be sparse, progress or progress+coverage",
-            ),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise TrainConfigError(message)
 
-    @classmethod
-    def from_mapping(
-        cls, values: dict[str, Any], environ: dict[str, str] | None = None
-    ) -> TrainConfig:
-        """Fields from `values`, then overridden by the environment variables in ENV_OVERRIDES."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise TrainConfigError(f"unknown settings {unknown}; known: {sorted(known)}")
-        settings = dict(values)
-        environ = os.environ if environ is None else environ
-        types = {f.name: f.type for f in dataclasses.fields(cls)}
-        for variable, name in ENV_OVERRIDES.items():
-            if environ.get(variable):
-                raw = environ[variable]
-                try:
-                    settings[name] = int(raw) if types[name] == "int" else raw
-                except ValueError:
-                    raise TrainConfigError(f"{variable}={raw!r} must be an integer") from None
-        config = cls(**settings)
-        config.validate()
-        return config
+
+class Deployment(BaseModel):
+    """Where a run keeps its files and finds its services: the operator's choice."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    store_url: str = "runs/store"
+    """object store: a path, file:// or s3:// (episodes, archive, checkpoints)"""
+    run_dir: str = "runs"
+    """local folder for Ray's files, the learning curve and logs (one folder per run)"""
+    redis_url: str = ""
+    """Redis for the koholint.segments stream; empty = no bus"""
+    ray_address: str = ""
+    """join this Ray cluster (KubeRay); empty starts Ray locally, on loopback"""
+    planner_url: str = ""
+    """the planner service (planner=http) or the language-model base URL (local, llm-d)"""
+
+
+# -- the layers ---------------------------------------------------------------------------
+def environment_layer(environ: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The settings set in the environment, and for each (dotted) field its variable's name."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    named = dict(ENVIRONMENT_ALIASES)
+    named.update({environment_variable(path): path for path in field_paths()})  # prefixed win
+    for variable, path in named.items():
+        raw = environ.get(variable)
+        if raw:
+            set_path(values, path, parse_text(raw))
+            sources[path] = variable
+    return values, sources
+
+
+def field_paths() -> list[str]:
+    """Every setting as a dotted path: the run's fields, then env.<field> for the env's."""
+    env_fields = [
+        f"env.{f.name}"
+        for f in dataclasses.fields(EnvConfig)
+        if f.name not in OPERATOR_ENV_SETTINGS
+    ]
+    return [name for name in TrainConfig.model_fields if name != "env"] + env_fields
+
+
+def environment_variable(path: str) -> str:
+    """KOHOLINT_TRAINER_TOTAL_ENV_STEPS; KOHOLINT_TRAINER_ENV__FRAME_SKIP for env.frame_skip."""
+    return ENVIRONMENT_PREFIX + path.replace(".", "__").upper()
+
+
+def parse_text(raw: str) -> Any:
+    """A value from the environment or a flag: JSON for lists and objects, else the text
+    (pydantic turns "5" into 5 and "false" into False where the field says so)."""
+    if raw[:1] in "[{":
+        try:
+            return json.loads(raw)
+        except json.JSONDecodeError:
+            return raw
+    return None if raw == "null" else raw
+
+
+def set_path(values: dict[str, Any], path: str, value: Any) -> None:
+    head, _, rest = path.partition(".")
+    if rest:
+        set_path(values.setdefault(head, {}), rest, value)
+    else:
+        values[head] = value
+
+
+def layered(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """Later layers win, field by field; the env object merges key by key."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for name, value in layer.items():
+            if (
+                name == "env"
+                and isinstance(value, Mapping)
+                and isinstance(merged.get("env"), Mapping)
+            ):
+                merged["env"] = {**merged["env"], **value}
+            else:
+                merged[name] = value
+    return merged
+
+
+def resolve(
+    overrides: Mapping[str, Any], environ: Mapping[str, str] | None = None, source: str = "flag"
+) -> TrainConfig:
+    """Defaults < the environment's KOHOLINT_TRAINER_* (and aliases) < `overrides`."""
+    from_environment, variables = environment_layer(os.environ if environ is None else environ)
+    try:
+        config = TrainConfig.model_validate(layered(from_environment, overrides))
+    except ValidationError as error:
+        raise config_error(error, variables, source) from None
+    config.check()
+    return config
+
+
+def config_error(
+    error: ValidationError, variables: Mapping[str, str], source: str
+) -> TrainConfigError:
+    """The first problem, naming the field and where its value came from."""
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    origin = variables.get(field, source)
+    message = first["msg"].removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden" and field in Deployment.model_fields:
+        message = "a deployment setting: the operator's (the service's settings or the CLI's flags)"
+    return TrainConfigError(f"{field} ({origin}): {message}", field)

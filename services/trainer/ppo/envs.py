@@ -1,11 +1,13 @@
 """The training environment: koholint/Zelda-v1 inside planner, curiosity, Go-Explore and export wrappers.
 
-Built inside each Ray env runner from a plain dict (RLlib's env_config). The Go-Explore
-archive is shared through a named Ray actor; segments are exported by one queue per process.
+Each Ray env runner builds the env's registered vector env (``vector_entry_point``) and wraps
+every env in it with ``wrap_train_env``. The Go-Explore archive is shared through a named Ray
+actor; segments are exported by one queue per process.
 """
 
 from __future__ import annotations
 
+import functools
 import threading
 from typing import Any
 
@@ -18,7 +20,6 @@ from koholint.clients.planner import PlannerClient
 from koholint.env.archive import Archive, Cell, CellRecord
 from koholint.env.export import EXPORT_COUNTS, ExportQueue
 from koholint.env.rnd import RndConfig
-from koholint.env.vector import EpisodeEndVectorEnv
 from koholint.env.wrappers import (
     CuriosityWrapper,
     Frontier,
@@ -27,24 +28,10 @@ from koholint.env.wrappers import (
     PlannerControlWrapper,
     SegmentRecorder,
 )
-from koholint.env.zelda import ZeldaEnv
 from koholint.planning.backends import Backend, make_backend
 from koholint.planning.llm import TEXT_ROUTES
 from koholint.store import open_store
-
-ENV_NAME = "koholint-train"
-TRAINER_KEYS = (
-    "run",
-    "store_url",
-    "redis_url",
-    "archive_actor",
-    "curiosity_weight",
-    "archive_restart_every",
-    "export_every_episodes",
-    "segment_steps",
-    "planner",
-    "planner_url",
-)
+from trainer.ppo.config import Deployment, TrainConfig
 
 
 @ray.remote(num_cpus=0)
@@ -127,44 +114,41 @@ def planner_backend(kind: str, url: str) -> Backend:
     return make_backend(kind, base_url=url, models={route: route for route in TEXT_ROUTES})
 
 
-def make_train_env(env_config: Any) -> gym.Env[np.ndarray, Any] | EpisodeEndVectorEnv:
-    """One wrapped env; or, when RLlib asks for a vector (``num_envs`` in the config, with
-    ``gym_env_vectorize_mode="vector_entry_point"``), that many in an EpisodeEndVectorEnv."""
-    settings = dict(env_config)
-    count = settings.pop("num_envs", None)
-    if count is None:
-        worker, slot = (
-            getattr(env_config, name, 0) or 0 for name in ("worker_index", "vector_index")
-        )
-        return _wrapped_env(settings, worker * 1000 + slot)
-    # RLlib passes a plain dict here (the worker index is lost): RND seeds by slot.
-    return EpisodeEndVectorEnv(
-        [lambda index=index: _wrapped_env(dict(settings), index) for index in range(count)]
-    )
+def rllib_env_config(
+    config: TrainConfig, deployment: Deployment, archive_actor: str
+) -> dict[str, Any]:
+    """What RLlib passes to ``gym.make_vec(ENV_ID, n, vectorization_mode="vector_entry_point")``
+    on each env runner: the env's settings (validated once, in TrainConfig) and the wrapping."""
+    wrap = functools.partial(wrap_train_env, config, deployment, archive_actor)
+    vector = "episode-end" if config.lean_sampling else "sync"
+    return {"config": config.env, "wrap": wrap, "vector": vector}
 
 
-def _wrapped_env(settings: dict[str, Any], index: int) -> gym.Env[np.ndarray, Any]:
-    trainer = {key: settings.pop(key) for key in TRAINER_KEYS}
-    env: gym.Env[np.ndarray, Any] = ZeldaEnv(settings)
-    if trainer["planner"] != "off":
-        env = PlannerControlWrapper(
-            env, planner_backend(trainer["planner"], trainer["planner_url"])
-        )
-    if trainer["curiosity_weight"] > 0:
-        env = CuriosityWrapper(env, weight=trainer["curiosity_weight"], rnd=RndConfig(seed=index))
-    if trainer["archive_restart_every"]:
+def wrap_train_env(
+    config: TrainConfig,
+    deployment: Deployment,
+    archive_actor: str,
+    env: gym.Env[np.ndarray, Any],
+    index: int,
+) -> gym.Env[np.ndarray, Any]:
+    """The trainer's wrappers around env number `index` of a runner (RND seeds by index)."""
+    if config.planner != "off":
+        env = PlannerControlWrapper(env, planner_backend(config.planner, deployment.planner_url))
+    if config.curiosity_weight > 0:
+        env = CuriosityWrapper(env, weight=config.curiosity_weight, rnd=RndConfig(seed=index))
+    if config.archive_restart_every:
         env = GoExploreWrapper(
             env,
-            RayArchiveSource(ray.get_actor(trainer["archive_actor"])),
-            restart_every=trainer["archive_restart_every"],
+            RayArchiveSource(ray.get_actor(archive_actor)),
+            restart_every=config.archive_restart_every,
         )
-    if trainer["export_every_episodes"]:
-        exporter = process_exporter(trainer["store_url"], trainer["redis_url"])
+    if config.export_every_episodes:
+        exporter = process_exporter(deployment.store_url, deployment.redis_url)
         env = SegmentRecorder(
             env,
             exporter,
-            run=trainer["run"],
-            every=trainer["export_every_episodes"],
-            segment_steps=trainer["segment_steps"],
+            run=config.run,
+            every=config.export_every_episodes,
+            segment_steps=config.segment_steps,
         )
     return env

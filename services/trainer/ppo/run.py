@@ -1,148 +1,147 @@
 """A training run, top to bottom: preflight, Ray, PPO on the new API stack, checkpoints, curve.
 
-run = TrainingRun(TrainConfig(total_env_steps=20_000))
+run = TrainingRun(resolve({"total_env_steps": 20_000}), Deployment())
 run.run(on_iteration=print)   # blocking; run.stop() from another thread ends it early
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import secrets
 import socket
 import tempfile
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from koholint.env.export import EXPORT_COUNTS
 from koholint.env.zelda import MILESTONES
+from koholint.schemas.trainer import CheckpointRecord, RunStatus
 from koholint.store import ObjectStore, StoreError, open_store
-from trainer.ledger import CheckpointLedger
-from trainer.ppo.config import TrainConfig, TrainConfigError
+from trainer.ledger import CheckpointLedger, UnknownCheckpointError
+from trainer.ppo.config import Deployment, TrainConfig, TrainConfigError
+from trainer.ppo.ray_node import check_cluster, host_and_port, ray_for_run
 
 logger = logging.getLogger("trainer.ppo.run")
+RUN_STATE_FILE = "koholint_run.json"
+"""Saved in every checkpoint: iterations and the learning curve so far, for a resume."""
 
 
-@dataclass
-class RunStatus:
-    run: str
-    state: str = "starting"  # starting, running, stopping, finished, stopped, failed
-    iterations: int = 0
-    env_steps: int = 0
-    steps_per_second: float = 0.0
-    episode_return_mean: float | None = None
-    rooms_mean: float | None = None
-    cells_mean: float | None = None
-    win_rate: float | None = None
-    archive_cells: int = 0
-    checkpoints: int = 0
-    error: str | None = None
-    export: dict[str, int] = field(default_factory=lambda: dict.fromkeys(EXPORT_COUNTS, 0))
-    """episode segments the export queues wrote, dropped (queue full) and failed to write"""
-    reached: dict[str, float] = field(default_factory=dict)
-    """per milestone (sword, puzzle, dungeon, key, instrument): the highest share of
-    episodes (100-episode window) that had reached it"""
-    curve: list[dict[str, float]] = field(default_factory=list)
-
-    def public(self) -> dict[str, Any]:
-        document = asdict(self)
-        document.pop("curve")
-        return document
+def unique_run_name() -> str:
+    """From the time, plus random hex: two runs started in the same second differ."""
+    return time.strftime("run-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
-def preflight(config: TrainConfig) -> ObjectStore:
-    """Fail before any work, naming the setting, when a dependency cannot work."""
-    try:
-        store = open_store(config.store_url)
-        store.check()
-    except StoreError as error:
-        raise TrainConfigError(
-            f"store_url / KOHOLINT_STORE_URL={config.store_url!r}: {error}"
-        ) from error
-    if config.ray_address:
-        _reachable("ray_address / RAY_ADDRESS", config.ray_address, 10001)
-    if config.redis_url:
-        _reachable("redis_url / KOHOLINT_REDIS_URL", config.redis_url, 6379)
-    return store
-
-
-def _reachable(setting: str, address: str, default_port: int) -> None:
-    parsed = urlparse(address if "://" in address else f"tcp://{address}")
-    host, port = parsed.hostname or "127.0.0.1", parsed.port or default_port
-    try:
-        socket.create_connection((host, port), timeout=3).close()
-    except OSError as error:
-        raise TrainConfigError(
-            f"{setting}={address!r} is unreachable ({error}); check the address or unset it"
-        ) from error
+def checkpoint_owner(name: str) -> str:
+    """The run a checkpoint belongs to (names are ``<run>-step<12 digits>``)."""
+    return name.rsplit("-step", 1)[0]
 
 
 class TrainingRun:
-    def __init__(self, config: TrainConfig) -> None:
-        config.run = config.run or time.strftime("run-%Y%m%d-%H%M%S")
+    def __init__(self, config: TrainConfig, deployment: Deployment | None = None) -> None:
+        if not config.run:
+            resuming = config.resume_from
+            config.run = checkpoint_owner(resuming) if resuming else unique_run_name()
         self.config = config
-        self.status = RunStatus(config.run)
+        self.deployment = deployment or Deployment()
+        self.status = RunStatus(run=config.run, resumed_from=config.resume_from or None)
+        self.curve: list[dict[str, float]] = []
+        """env steps, rooms, cells and archive cells after each iteration (the learning curve)"""
         self._stop = threading.Event()
+        self._store: ObjectStore | None = None
+        self._resume: CheckpointRecord | None = None
 
     def stop(self) -> None:
         self._stop.set()
         if self.status.state == "running":
             self.status.state = "stopping"
 
+    def preflight(self) -> None:
+        """Fail before any work, naming the setting, when something cannot work."""
+        deployment, config = self.deployment, self.config
+        try:
+            self._store = open_store(deployment.store_url)
+            self._store.check()
+        except StoreError as error:
+            raise TrainConfigError(
+                f"store_url / KOHOLINT_TRAINER_STORE_URL={deployment.store_url!r}: {error}",
+                "store_url",
+            ) from error
+        if config.resume_from:
+            ledger = CheckpointLedger(self._store, checkpoint_owner(config.resume_from))
+            try:
+                self._resume = ledger.get(config.resume_from)
+            except UnknownCheckpointError as error:
+                raise TrainConfigError(f"resume_from: {error}", "resume_from") from None
+        if config.planner in ("http", "llm-d") and not deployment.planner_url:
+            raise TrainConfigError(
+                f"planner={config.planner} needs planner_url (KOHOLINT_TRAINER_PLANNER_URL)",
+                "planner_url",
+            )
+        if deployment.ray_address:
+            check_cluster(deployment.ray_address)
+        if deployment.redis_url:
+            _reachable("redis_url / KOHOLINT_TRAINER_REDIS_URL", deployment.redis_url, 6379)
+
     def run(self, on_iteration: Callable[[RunStatus], None] | None = None) -> RunStatus:
         try:
+            if self._store is None:
+                self.preflight()
             self._run(on_iteration)
+        except TrainConfigError as error:  # the message says it all: no traceback
+            self._failed(str(error))
+            logger.info(
+                "run %s refused: %s", self.config.run, error, extra={"event": "run_refused"}
+            )
+            raise
         except Exception as error:
-            self.status.state = "failed"
-            self.status.error = str(error)
+            self._failed(str(error))
             logger.exception("training run failed", extra={"event": "run_failed"})
             raise
         return self.status
 
+    def _failed(self, error: str) -> None:
+        self.status.state = "failed"
+        self.status.error = error
+
     def _run(self, on_iteration: Callable[[RunStatus], None] | None) -> None:
-        import ray
         import torch
 
         torch.set_num_threads(1)  # two threads under contention made updates ten times slower here
-        config = self.config
-        store = preflight(config)
-        run_dir = Path(config.run_dir).resolve() / config.run
+        if self._store is None:
+            raise RuntimeError("preflight() first")
+        run_dir = Path(self.deployment.run_dir).resolve() / self.config.run
         run_dir.mkdir(parents=True, exist_ok=True)
-        _init_ray(config, run_dir)
-        try:
-            self._train(config, store, run_dir, on_iteration)
-        finally:
-            ray.shutdown()
+        cpus = max(2, self.config.num_env_runners + 1)
+        with ray_for_run(self.deployment.ray_address, run_dir, cpus):
+            self._train(self._store, run_dir, on_iteration)
 
     def _train(
-        self,
-        config: TrainConfig,
-        store: ObjectStore,
-        run_dir: Path,
-        on_iteration: Callable[[RunStatus], None] | None,
+        self, store: ObjectStore, run_dir: Path, on_iteration: Callable[[RunStatus], None] | None
     ) -> None:
         from trainer.ppo.envs import ArchiveActor
 
-        archive = ArchiveActor.options(name=f"archive-{config.run}").remote(
-            config.store_url, f"archives/{config.run}"
+        config = self.config
+        archive = ArchiveActor.options(name=f"archive-{config.run}").remote(  # type: ignore[attr-defined]
+            self.deployment.store_url, f"archives/{config.run}"
         )
-        algo = build_algorithm(config, f"archive-{config.run}")
+        algo = build_algorithm(config, self.deployment, f"archive-{config.run}")
         ledger = CheckpointLedger(store, config.run)
-        if config.resume_from:
-            record = ledger.get(config.resume_from)
-            algo.restore_from_path(
-                str(ledger.download(record, Path(tempfile.mkdtemp(dir=run_dir))))
-            )
+        resumed_steps = 0
+        if self._resume is not None:
+            resumed_steps = self._restore(algo, store, self._resume, ledger, run_dir)
         self.status.state = "running"
-        started, last_steps = time.perf_counter(), 0
+        started, last_steps = time.perf_counter(), self.status.env_steps
         while not self._stop.is_set() and self.status.env_steps < config.total_env_steps:
             result = algo.train()
             self._update(result, archive)
             elapsed = time.perf_counter() - started
-            self.status.steps_per_second = self.status.env_steps / elapsed if elapsed else 0.0
+            # Steps this process sampled: a resumed run's lifetime count starts at the checkpoint.
+            sampled = self.status.env_steps - resumed_steps
+            self.status.steps_per_second = sampled / elapsed if elapsed else 0.0
             if self.status.iterations % config.checkpoint_every_iterations == 0:
                 self._checkpoint(algo, ledger, archive, run_dir)
                 last_steps = self.status.env_steps
@@ -151,8 +150,29 @@ class TrainingRun:
         if self.status.env_steps != last_steps:
             self._checkpoint(algo, ledger, archive, run_dir)
         algo.stop()
-        write_learning_curve(self.status.curve, run_dir / "learning_curve.png")
+        write_learning_curve(self.curve, run_dir / "learning_curve.png")
         self.status.state = "stopped" if self._stop.is_set() else "finished"
+
+    def _restore(
+        self,
+        algo: Any,
+        store: ObjectStore,
+        record: CheckpointRecord,
+        ledger: CheckpointLedger,
+        run_dir: Path,
+    ) -> int:
+        """Continue from the checkpoint: weights, step count, iterations and the curve so far."""
+        owner = CheckpointLedger(store, record.run)
+        folder = owner.download(record, Path(tempfile.mkdtemp(dir=run_dir)))
+        algo.restore_from_path(str(folder))
+        saved = folder / RUN_STATE_FILE
+        if saved.exists():
+            state = json.loads(saved.read_text())
+            self.status.iterations = int(state["iterations"])
+            self.curve = [p for p in state["curve"] if p["env_steps"] <= record.step]
+        self.status.env_steps = record.step
+        self.status.checkpoints = len(ledger.records)
+        return record.step
 
     def _update(self, result: dict[str, Any], archive: Any) -> None:
         import ray
@@ -177,7 +197,7 @@ class TrainingRun:
             if value is not None:
                 self.status.export[name] = int(value)
         self.status.archive_cells = int(ray.get(archive.size.remote()))
-        self.status.curve.append({
+        self.curve.append({
             "env_steps": self.status.env_steps, "rooms": self.status.rooms_mean or 0.0,
             "cells": self.status.cells_mean or 0.0, "archive_cells": self.status.archive_cells,
         })  # fmt: skip
@@ -187,6 +207,8 @@ class TrainingRun:
 
         with tempfile.TemporaryDirectory(dir=run_dir) as directory:
             algo.save_to_path(directory)
+            state = {"iterations": self.status.iterations, "curve": self.curve}
+            (Path(directory) / RUN_STATE_FILE).write_text(json.dumps(state))
             metrics = {
                 name: value for name, value in (
                     ("episode_return_mean", self.status.episode_return_mean), ("rooms", self.status.rooms_mean),
@@ -207,46 +229,36 @@ def _number(value: Any) -> float | None:
     return None if number != number else number  # NaN: no episode ended yet
 
 
-def _init_ray(config: TrainConfig, run_dir: Path) -> None:
-    import ray
-
-    if config.ray_address:
-        ray.init(address=config.ray_address, log_to_driver=False)
-        return
-    cpus = max(2, config.num_env_runners + 1)
-    ray.init(num_cpus=cpus, num_gpus=0, include_dashboard=False, log_to_driver=False,
-             _temp_dir=str(Path(tempfile.gettempdir()) / "koholint-ray"), ignore_reinit_error=True)  # fmt: skip
-
-
-def build_algorithm(config: TrainConfig, archive_actor: str) -> Any:
-    return ppo_config(config, archive_actor).build_algo()
+def _reachable(setting: str, address: str, default_port: int) -> None:
+    host, port = host_and_port(address, default_port)
+    try:
+        socket.create_connection((host, port), timeout=3).close()
+    except OSError as error:
+        raise TrainConfigError(
+            f"{setting}={address!r} is unreachable ({error}); check the address or unset it",
+            setting.split(" ")[0],
+        ) from error
 
 
-def ppo_config(config: TrainConfig, archive_actor: str) -> Any:
+def build_algorithm(config: TrainConfig, deployment: Deployment, archive_actor: str) -> Any:
+    return ppo_config(config, deployment, archive_actor).build_algo()
+
+
+def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) -> Any:
     """PPO on the new API stack; CPU only: no GPU is requested anywhere."""
     from ray.rllib.algorithms.ppo import PPOConfig
     from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.tune.registry import register_env
 
+    from koholint import ENV_ID
     from trainer.ppo import sampling
     from trainer.ppo.callbacks import KoholintCallbacks
-    from trainer.ppo.envs import ENV_NAME, make_train_env
+    from trainer.ppo.envs import rllib_env_config
 
-    register_env(ENV_NAME, make_train_env)
-    env_config = {
-        "start_state": config.start_state, "frame_skip": config.frame_skip,
-        "sticky_action_probability": config.sticky_action_probability, "latch_steps": config.latch_steps,
-        "max_episode_steps": config.episode_length, "reward_mode": config.reward_mode, "info_state": False,
-        "run": config.run, "store_url": config.store_url, "redis_url": config.redis_url,
-        "archive_actor": archive_actor, "curiosity_weight": config.curiosity_weight,
-        "archive_restart_every": config.archive_restart_every,
-        "export_every_episodes": config.export_every_episodes, "segment_steps": config.segment_steps,
-        "planner": config.planner, "planner_url": config.planner_url,
-    }  # fmt: skip
+    env_config = rllib_env_config(config, deployment, archive_actor)
     return (
         PPOConfig()
-        .environment(ENV_NAME, env_config=env_config)
+        .environment(ENV_ID, env_config=env_config)
         .env_runners(
             num_env_runners=config.num_env_runners,
             num_envs_per_env_runner=config.envs_per_env_runner,
@@ -254,6 +266,8 @@ def ppo_config(config: TrainConfig, archive_actor: str) -> Any:
             num_cpus_per_env_runner=1,
             num_gpus_per_env_runner=0,
         )  # fmt: skip
+        # The env's registered vector env, each env wrapped by the trainer (envs.py).
+        .env_runners(gym_env_vectorize_mode="vector_entry_point")
         .env_runners(**_sampling_settings(config.lean_sampling))
         .learners(num_learners=0, num_gpus_per_learner=0)
         .training(
@@ -286,7 +300,6 @@ def _sampling_settings(lean: bool) -> dict[str, Any]:
     if not lean:
         return {}
     return {
-        "gym_env_vectorize_mode": "vector_entry_point",
         "add_default_connectors_to_env_to_module_pipeline": False,
         "add_default_connectors_to_module_to_env_pipeline": False,
         "env_to_module_connector": sampling.env_to_module,

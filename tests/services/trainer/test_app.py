@@ -1,18 +1,26 @@
-"""The trainer service: start a run, 409 while active, live status, checkpoints, stop."""
+"""The trainer service: typed bodies, problem+json errors naming the field, run control behind a
+token beyond localhost, bounded run memory; and a run's lifecycle over HTTP (slow)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
 import pytest
 from tests.services.trainer.ppo.test_run import TINY
 
+from koholint.web.problems import PROBLEM_JSON
 from trainer.app import create_app
 from trainer.config import Settings
+from trainer.ppo.config import resolve
+from trainer.ppo.run import TrainingRun
+from trainer.service import Trainer
 
 pytestmark = pytest.mark.anyio
+TOKEN = "s3cret-token-1"
 
 
 @pytest.fixture
@@ -20,25 +28,202 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def settings(tmp_path: Path, **values: object) -> Settings:
+    return Settings(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"), **values)
+
+
+@contextlib.asynccontextmanager
+async def client_of(
+    app: object, client: tuple[str, int] = ("127.0.0.1", 50000), **headers: str
+) -> AsyncIterator[httpx.AsyncClient]:
+    async with (
+        app.router.lifespan_context(app),  # type: ignore[attr-defined]
+        httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app, client=client),  # type: ignore[arg-type]
+            base_url="http://trainer",
+            headers=headers,
+        ) as http,
+    ):
+        yield http
+
+
+def assert_problem(response: httpx.Response, status: int, field: str | None = None) -> dict:
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM_JSON)
+    body = response.json()
+    assert body["status"] == status
+    if field is not None:
+        assert field in {error["field"] for error in body.get("errors") or []}, body
+    return body
+
+
+@pytest.mark.parametrize(
+    "name", ["store_url", "run_dir", "ray_address", "redis_url", "planner_url"]
+)
+async def test_a_body_naming_a_deployment_setting_is_refused(tmp_path: Path, name: str):
+    async with client_of(create_app(settings(tmp_path))) as http:
+        refused = await http.post("/v1/runs", json={name: "/tmp/elsewhere"})
+    assert_problem(refused, 422, name)
+    assert not (Path("/tmp/elsewhere") / "koholint-check").exists()
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"total_env_steps": "lots"}, "total_env_steps"),
+        ({"batch": 3}, "batch"),
+        ({"env": {"frame_skip": 0}}, "env"),
+        ({"env": {"frame_skip": "fast"}}, "env.frame_skip"),
+        ({"env": {"rom": "/etc/passwd"}}, "env"),
+        ({"hidden_sizes": [64] * 9}, "hidden_sizes"),
+        ({"run": "../up"}, "run"),
+        ({"resume_from": "../../etc"}, "resume_from"),
+    ],
+)
+async def test_malformed_bodies_get_problem_json_naming_the_field(tmp_path: Path, body, field):
+    async with client_of(create_app(settings(tmp_path))) as http:
+        refused = await http.post("/v1/runs", json=body)
+    problem = assert_problem(refused, 422, field)
+    assert "not supported between" not in refused.text  # no Python error text
+    assert problem["detail"]
+
+
+async def test_cross_field_and_preflight_errors_are_422_naming_the_field(tmp_path: Path):
+    async with client_of(create_app(settings(tmp_path))) as http:
+        small = await http.post("/v1/runs", json={"train_batch_size": 64, "minibatch_size": 128})
+        unknown = await http.post("/v1/runs", json={"resume_from": "gone-step000000000256"})
+        runs = (await http.get("/v1/runs")).json()
+    assert_problem(small, 422, "train_batch_size")
+    assert (
+        "no checkpoint 'gone-step000000000256'"
+        in assert_problem(unknown, 422, "resume_from")["detail"]
+    )
+    assert runs == {"runs": []}  # nothing started
+
+
+@pytest.mark.parametrize("run", ["../../etc", "☃", "a b", "x" * 129, ""])
+async def test_checkpoint_queries_are_validated(tmp_path: Path, run: str):
+    async with client_of(create_app(settings(tmp_path))) as http:
+        listed = await http.get("/v1/checkpoints", params={"run": run})
+        best = await http.get("/v1/checkpoints/best", params={"run": run, "metric": "rooms"})
+    assert_problem(listed, 422, "query.run")
+    assert_problem(best, 422, "query.run")
+
+
+async def test_no_run_yet_lists_empty(tmp_path: Path):
+    async with client_of(create_app(settings(tmp_path))) as http:
+        checkpoints = await http.get("/v1/checkpoints")
+        runs = await http.get("/v1/runs")
+        best = await http.get("/v1/checkpoints/best", params={"metric": "rooms"})
+        metric = await http.get("/v1/checkpoints/best", params={"metric": "../x"})
+        missing = await http.get("/v1/runs/nope")
+    assert checkpoints.status_code == 200
+    assert checkpoints.json() == {"run": None, "checkpoints": []}
+    assert runs.json() == {"runs": []}
+    assert_problem(best, 404)
+    assert_problem(metric, 422, "query.metric")
+    assert_problem(missing, 404)
+
+
+async def test_bodies_over_the_limit_are_413(tmp_path: Path):
+    async with client_of(create_app(settings(tmp_path))) as http:
+        declared = await http.post(
+            "/v1/runs",
+            content=b"{" + b" " * 100_000 + b"}",
+            headers={"content-type": "application/json"},
+        )
+
+        async def chunks() -> AsyncIterator[bytes]:
+            for _ in range(100):
+                yield b" " * 1024
+
+        chunked = await http.post(
+            "/v1/runs", content=chunks(), headers={"content-type": "application/json"}
+        )
+    assert assert_problem(declared, 413)["limit_bytes"] == 64 * 1024
+    assert_problem(chunked, 413)
+
+
+async def test_run_control_needs_the_token_when_one_is_set(tmp_path: Path):
+    app = create_app(settings(tmp_path, token=TOKEN))
+    async with client_of(app) as http:
+        missing = await http.post("/v1/runs", json={"total_env_steps": "lots"})
+        wrong = await http.post("/v1/runs", json={}, headers={"authorization": "Bearer nope"})
+        stop = await http.post("/v1/runs/x/stop")
+        read = await http.get("/v1/runs")
+        allowed = await http.post(
+            "/v1/runs",
+            json={"total_env_steps": "lots"},
+            headers={"authorization": f"Bearer {TOKEN}"},
+        )
+    assert "token" in assert_problem(missing, 401)["detail"]
+    assert_problem(wrong, 401)
+    assert_problem(stop, 401)
+    assert read.status_code == 200  # reading needs no token
+    assert_problem(allowed, 422, "total_env_steps")  # past the token, to validation
+
+
+async def test_without_a_token_only_loopback_clients_control_runs(tmp_path: Path):
+    async with client_of(create_app(settings(tmp_path)), client=("10.1.2.3", 40000)) as http:
+        remote = await http.post("/v1/runs", json={})
+    assert "KOHOLINT_TRAINER_TOKEN" in assert_problem(remote, 401)["detail"]
+
+
+def test_the_service_refuses_to_listen_beyond_loopback_without_a_token(tmp_path: Path):
+    with pytest.raises(RuntimeError, match="needs a token"):
+        create_app(settings(tmp_path, host="0.0.0.0"))
+    create_app(settings(tmp_path, host="0.0.0.0", token=TOKEN))
+    create_app(settings(tmp_path, host="::1"))
+
+
+def test_every_error_response_is_documented(tmp_path: Path):
+    spec = create_app(settings(tmp_path)).openapi()
+    expected = {
+        ("/v1/runs", "post"): {"401", "409", "413", "422"},
+        ("/v1/runs/{run}", "get"): {"404", "422"},
+        ("/v1/runs/{run}/stop", "post"): {"401", "404", "422"},
+        ("/v1/checkpoints", "get"): {"422", "503"},
+        ("/v1/checkpoints/best", "get"): {"404", "422", "503"},
+    }
+    for (path, method), statuses in expected.items():
+        responses = spec["paths"][path][method]["responses"]
+        assert statuses <= set(responses), (path, method)
+        for status in statuses:
+            assert PROBLEM_JSON in responses[status]["content"], (path, status)
+    body = spec["paths"]["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]
+    schema = spec["components"]["schemas"][body["schema"]["$ref"].rsplit("/", 1)[-1]]
+    assert schema["additionalProperties"] is False
+    assert "store_url" not in schema["properties"]
+    assert schema["properties"]["total_env_steps"]["minimum"] == 1
+
+
+def test_ended_runs_are_pruned_to_a_bound(tmp_path: Path):
+    trainer = Trainer(store=None, settings=settings(tmp_path, max_kept_runs=3), environ={})  # type: ignore[arg-type]
+    for index in range(6):
+        run = TrainingRun(resolve({"run": f"r{index}"}, {}))
+        run.status.state = "failed" if index % 2 else "finished"
+        trainer._prune()
+        trainer.runs[run.config.run] = run
+    assert list(trainer.runs) == ["r3", "r4", "r5"]
+    active = TrainingRun(resolve({"run": "live"}, {}))
+    active.status.state = "running"
+    trainer.runs = {"live": active, **trainer.runs}
+    trainer._prune()
+    assert "live" in trainer.runs  # an active run is never pruned
+
+
 @pytest.mark.slow
 async def test_run_lifecycle_over_http(tmp_path: Path):
-    app = create_app(Settings(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs")))
-    async with (
-        app.router.lifespan_context(app),
-        httpx.AsyncClient(
-            transport=httpx.ASGITransport(app=app), base_url="http://trainer"
-        ) as client,
-    ):
-        bad = await client.post("/v1/runs", json={"batch": 3})
-        assert bad.status_code == 422
-        assert "unknown settings" in bad.json()["detail"]
-        created = await client.post("/v1/runs", json={**TINY, "run": "api", "total_env_steps": 768})
-        assert created.status_code == 201
-        busy = await client.post("/v1/runs", json={**TINY, "run": "other"})
-        assert busy.status_code == 409
-        assert busy.json()["active_run"] == "api"
+    app = create_app(settings(tmp_path))
+    async with client_of(app) as http:
+        created = await http.post("/v1/runs", json={**TINY, "run": "api", "total_env_steps": 768})
+        assert created.status_code == 201, created.text
+        busy = await http.post("/v1/runs", json={**TINY, "run": "other"})
+        assert assert_problem(busy, 409)["active_run"] == "api"
+        again = await http.post("/v1/runs", json={})
+        assert_problem(again, 409)
         for _ in range(240):
-            status = (await client.get("/v1/runs/api")).json()
+            status = (await http.get("/v1/runs/api")).json()
             if status["state"] in ("finished", "failed"):
                 break
             await asyncio.sleep(0.5)
@@ -47,25 +232,22 @@ async def test_run_lifecycle_over_http(tmp_path: Path):
         assert status["steps_per_second"] > 0
         assert status["export"]["written"] > 0
         assert status["export"]["dropped"] == status["export"]["failed"] == 0
-        metrics = (await client.get("/metrics")).text
+        assert [run["run"] for run in (await http.get("/v1/runs")).json()["runs"]] == ["api"]
+        metrics = (await http.get("/metrics")).text
         assert f'trainer_env_steps_total{{run="api"}} {float(status["env_steps"])}' in metrics
         assert 'trainer_export_segments_total{outcome="dropped",run="api"} 0.0' in metrics
         assert 'trainer_archive_cells{run="api"}' in metrics
-        checkpoints = (await client.get("/v1/checkpoints", params={"run": "api"})).json()[
-            "checkpoints"
-        ]
-        assert checkpoints
+        listed = (await http.get("/v1/checkpoints")).json()  # the latest run by default
+        assert listed["run"] == "api"
+        assert listed["checkpoints"]
         best = (
-            await client.get(
-                "/v1/checkpoints/best", params={"run": "api", "metric": "archive_cells"}
-            )
+            await http.get("/v1/checkpoints/best", params={"run": "api", "metric": "archive_cells"})
         ).json()
         assert best["run"] == "api"
-        missing = await client.get(
+        missing = await http.get(
             "/v1/checkpoints/best", params={"run": "api", "metric": "nonsense"}
         )
-        assert missing.status_code == 404
-        assert (await client.get("/v1/runs/nope")).status_code == 404
-        stopped = await client.post("/v1/runs/api/stop")
+        assert_problem(missing, 404)
+        stopped = await http.post("/v1/runs/api/stop")
         assert stopped.json()["state"] == "finished"
-        assert (await client.get("/readyz")).status_code == 200
+        assert (await http.get("/readyz")).status_code == 200

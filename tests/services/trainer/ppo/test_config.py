@@ -1,68 +1,264 @@
-"""TrainConfig: environment overrides, and clear errors before any work starts."""
+"""The settings path: defaults < KOHOLINT_TRAINER_* (and the seed's aliases) < flags; errors that
+name the field and where its value came from; preflight refuses before any work."""
+
+from __future__ import annotations
+
+import argparse
+import http.server
+import json
+import threading
+import time
+import typing
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from trainer.ppo.config import TrainConfig, TrainConfigError
-from trainer.ppo.run import preflight
+from koholint.env.zelda import REWARD_MODES, EnvConfig
+from koholint.game.states import STATE_NAMES
+from trainer.cli import DEPLOYMENT, register
+from trainer.config import Settings
+from trainer.ppo.config import (
+    TrainConfig,
+    TrainConfigError,
+    environment_variable,
+    field_paths,
+    resolve,
+    set_path,
+)
+from trainer.ppo.run import TrainingRun
+
+FLAGS = {"total_env_steps": "--steps", "num_env_runners": "--workers", "resume_from": "--resume"}
 
 
-def test_environment_overrides():
-    config = TrainConfig.from_mapping(
-        {},
-        environ={
-            "RAY_WORKERS": "3",
-            "ENVS_PER_WORKER": "4",
-            "EPISODE_LENGTH": "512",
-            "BATCH_SIZE": "2048",
-        },
-    )
-    assert (
-        config.num_env_runners,
-        config.envs_per_env_runner,
-        config.episode_length,
-        config.train_batch_size,
-    ) == (3, 4, 512, 2048)
+def parse_flags(*argv: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What `koholint train ARGV` hands to resolve() and to Settings."""
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    args = parser.parse_args(["train", *argv])
+    run: dict[str, Any] = {}
+    deployment: dict[str, Any] = {}
+    for dest, value in vars(args).items():
+        if dest.startswith("setting."):
+            set_path(run, dest.removeprefix("setting."), value)
+        elif dest.startswith(DEPLOYMENT):
+            deployment[dest.removeprefix(DEPLOYMENT)] = value
+    return run, deployment
+
+
+def current(config: TrainConfig, path: str) -> Any:
+    head, _, rest = path.partition(".")
+    value = getattr(config, head)
+    return getattr(value, rest) if rest else value
+
+
+def two_values(path: str) -> tuple[str, str | list[str], Any]:
+    """For one setting: an environment value, a flag value (as typed), and what the flag means;
+    both differ from the default and from each other."""
+    default = current(TrainConfig(), path)
+    name = path.rsplit(".", 1)[-1]
+    special: dict[str, tuple[str, str | list[str], Any]] = {
+        "run": ("from-env", "from-flag", "from-flag"),
+        "resume_from": ("a-step000000000001", "b-step000000000002", "b-step000000000002"),
+        "planner": ("rules", "local", "local"),
+        "hidden_sizes": ("[32]", ["16", "8"], [16, 8]),
+        "start_state": ("title", "before_npc", "before_npc"),
+        "reward_mode": ("sparse", "progress", "progress"),
+        "reward_weights": ('{"win": 3.0}', '{"win": 5.0}', 5.0),
+    }
+    if name in special:
+        return special[name]
+    if isinstance(default, bool):
+        return (str(not default).lower(), str(default).lower(), default)
+    if isinstance(default, int):
+        return (str(default + 1), str(default + 2), default + 2)
+    if isinstance(default, float):
+        return (str(default / 2), str(default / 4), default / 4)
+    raise AssertionError(f"no test values for {path} (a new kind of setting?)")
+
+
+def test_every_setting_is_covered_and_named_once():
+    paths = field_paths()
+    assert len(paths) == len(set(paths))
+    env_fields = typing.get_type_hints(EnvConfig)
+    assert {p.removeprefix("env.") for p in paths if p.startswith("env.")} == set(env_fields) - {
+        "rom"
+    }
+    assert "store_url" not in paths  # a deployment setting, not a run setting
+
+
+@pytest.mark.parametrize("path", field_paths())
+def test_a_flag_beats_the_environment_for_every_setting(path: str):
+    from_env, from_flag, meant = two_values(path)
+    variable = environment_variable(path)
+    flag = FLAGS.get(path, "--" + path.replace("env.", "env-").replace("_", "-"))
+    flag_values = from_flag if isinstance(from_flag, list) else [from_flag]
+    # The environment alone sets it...
+    by_env = resolve({}, {variable: from_env})
+    assert current(by_env, path) != current(TrainConfig(), path)
+    # ...and the flag wins over it.
+    run_flags, _ = parse_flags(flag, *flag_values)
+    config = resolve(run_flags, {variable: from_env})
+    value = current(config, path)
+    if path == "env.reward_weights":
+        value = value.win
+    assert value == meant
 
 
 @pytest.mark.parametrize(
-    ("values", "environ", "message"),
-    [
-        ({"learning_rat": 0.1}, {}, "unknown settings \\['learning_rat'\\]"),
-        ({}, {"ENVS_PER_WORKER": "0"}, "envs_per_env_runner"),
-        ({"num_env_runners": -1}, {}, "num_env_runners"),
-        ({"train_batch_size": 64, "minibatch_size": 128}, {}, "smaller than minibatch_size"),
-        ({}, {"BATCH_SIZE": "lots"}, "BATCH_SIZE='lots' must be an integer"),
-        ({"reward_mode": "dense"}, {}, "reward_mode"),
-        ({}, {"PLANNER": "gpt"}, "planner must be one of off, rules, local, llm-d, http"),
-        ({"planner": "http"}, {}, "planner=http needs planner_url"),
-        ({"run": "a+b"}, {}, "run='a\\+b'"),
-    ],
+    "name", ["store_url", "run_dir", "redis_url", "ray_address", "planner_url"]
 )
-def test_impossible_values_are_refused(values, environ, message):
-    with pytest.raises(TrainConfigError, match=message):
-        TrainConfig.from_mapping(values, environ=environ)
+def test_a_flag_beats_the_environment_for_every_deployment_setting(name: str, monkeypatch):
+    monkeypatch.setenv(f"KOHOLINT_TRAINER_{name.upper()}", "from-env")
+    assert getattr(Settings(), name) == "from-env"
+    _, deployment = parse_flags("--" + name.replace("_", "-"), "from-flag")
+    assert getattr(Settings(**deployment).deployment(), name) == "from-flag"
 
 
-def test_unreachable_ray_address_is_refused_before_work(tmp_path):
-    config = TrainConfig.from_mapping(
-        {"store_url": str(tmp_path), "ray_address": "127.0.0.1:1"}, environ={}
-    )
+def test_ray_address_is_also_read_from_rays_own_variable(monkeypatch):
+    monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
+    assert Settings().ray_address == "ray://head:10001"
+
+
+def test_the_seeds_names_are_aliases_and_the_prefixed_name_wins():
+    environ = {
+        "RAY_WORKERS": "3",
+        "ENVS_PER_WORKER": "5",
+        "EPISODE_LENGTH": "512",
+        "BATCH_SIZE": "2048",
+    }
+    config = resolve({}, environ)
+    assert (config.num_env_runners, config.envs_per_env_runner) == (3, 5)
+    assert (config.env.max_episode_steps, config.train_batch_size) == (512, 2048)
+    both = resolve({}, {"RAY_WORKERS": "3", "KOHOLINT_TRAINER_NUM_ENV_RUNNERS": "1"})
+    assert both.num_env_runners == 1
+    flags, _ = parse_flags("--workers", "0")
+    assert resolve(flags, environ).num_env_runners == 0
+
+
+def test_bare_names_of_other_settings_are_not_read_any_more():
+    config = resolve({}, {"TOTAL_STEPS": "100", "FRAME_SKIP": "2", "PLANNER": "rules"})
+    assert (config.total_env_steps, config.env.frame_skip, config.planner) == (20_000, 4, "off")
+
+
+def test_env_settings_merge_key_by_key_across_layers():
+    config = resolve({"env": {"frame_skip": 2}}, {"EPISODE_LENGTH": "300"})
+    assert (config.env.frame_skip, config.env.max_episode_steps) == (2, 300)
+    assert config.env.sticky_action_probability == 0.25  # the trainer's env default
+    assert config.env.info_state is False
+
+
+@pytest.mark.parametrize(
+    ("overrides", "environ", "field", "message"),
+    [
+        ({"total_env_steps": "lots"}, {}, "total_env_steps", "total_env_steps \\(flag\\): Input should be a valid integer"),
+        ({}, {"KOHOLINT_TRAINER_TOTAL_ENV_STEPS": "lots"}, "total_env_steps", "KOHOLINT_TRAINER_TOTAL_ENV_STEPS"),
+        ({}, {"BATCH_SIZE": "lots"}, "train_batch_size", "train_batch_size \\(BATCH_SIZE\\)"),
+        ({"learning_rat": 0.1}, {}, "learning_rat", "Extra inputs"),
+        ({"store_url": "/tmp/x"}, {}, "store_url", "deployment setting"),
+        ({}, {"KOHOLINT_TRAINER_ENVS_PER_ENV_RUNNER": "0"}, "envs_per_env_runner", "greater than or equal to 1"),
+        ({"num_env_runners": -1}, {}, "num_env_runners", "greater than or equal to 0"),
+        ({"train_batch_size": 64, "minibatch_size": 128}, {}, "train_batch_size", "smaller than minibatch_size"),
+        ({"env": {"reward_mode": "dense"}}, {}, "env", "reward_mode='dense'"),
+        ({"env": {"frame_skip": 0}}, {}, "env", "frame_skip=0"),
+        ({}, {"KOHOLINT_TRAINER_ENV__FRAME_SKIP": "x"}, "env.frame_skip", "KOHOLINT_TRAINER_ENV__FRAME_SKIP"),
+        ({"env": {"rom": "/etc/passwd"}}, {}, "env", "the ROM is the operator's"),
+        ({"env": {"start_state": "anywhere"}}, {}, "env", "named state"),
+        ({"env": {"bogus": 1}}, {}, "env", "unknown env settings \\['bogus'\\]"),
+        ({"planner": "gpt"}, {}, "planner", "'off', 'rules', 'local', 'llm-d' or 'http'"),
+        ({"run": "a+b"}, {}, "run", "String should match pattern"),
+        ({"resume_from": "../x"}, {}, "resume_from", "String should match pattern"),
+    ],
+)  # fmt: skip
+def test_impossible_values_are_refused_naming_the_field(overrides, environ, field, message):
+    with pytest.raises(TrainConfigError, match=message) as caught:
+        resolve(overrides, environ)
+    assert caught.value.field == field
+    assert "not supported between" not in str(caught.value)
+
+
+def test_flags_are_generated_with_help_from_the_docstrings(capsys):
+    parser = argparse.ArgumentParser()
+    register(parser.add_subparsers())
+    with pytest.raises(SystemExit):
+        parser.parse_args(["train", "--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    for flag in ("--steps", "--workers", "--envs", "--resume", "--run", "--seed", "--store", "--run-dir",
+                 "--env-frame-skip", "--entropy-coeff", "--ray-address"):  # fmt: skip
+        assert flag in shown
+    assert "stop after this many environment steps" in shown
+    assert "KOHOLINT_TRAINER_TOTAL_ENV_STEPS" in shown
+
+
+def deployment(tmp_path: Path, **values: str) -> Settings:
+    return Settings(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"), **values)
+
+
+def test_an_unknown_checkpoint_is_refused_in_preflight(tmp_path: Path):
+    import ray
+
+    run = TrainingRun(resolve({"resume_from": "nope-step000000000512"}, {}), deployment(tmp_path))
+    assert run.config.run == "nope"  # the run that owns the checkpoint
+    started = time.perf_counter()
+    with pytest.raises(TrainConfigError, match="no checkpoint 'nope-step000000000512' in run nope"):
+        run.preflight()
+    assert time.perf_counter() - started < 5
+    assert not ray.is_initialized()
+
+
+def test_unreachable_ray_address_is_refused_before_work(tmp_path: Path):
+    run = TrainingRun(resolve({}, {}), deployment(tmp_path, ray_address="127.0.0.1:1"))
     with pytest.raises(TrainConfigError, match="RAY_ADDRESS='127.0.0.1:1' is unreachable"):
-        preflight(config)
+        run.preflight()
 
 
-def test_a_store_that_refuses_writes_is_refused_before_work(tmp_path):
+def test_an_address_that_is_not_ray_is_refused_within_a_timeout(tmp_path: Path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    address = f"127.0.0.1:{server.server_address[1]}"
+    try:
+        run = TrainingRun(resolve({}, {}), deployment(tmp_path, ray_address=address))
+        started = time.perf_counter()
+        with pytest.raises(TrainConfigError, match="does not speak Ray's protocol"):
+            run.preflight()
+        assert time.perf_counter() - started < 15
+    finally:
+        server.shutdown()
+
+
+def test_a_store_that_refuses_writes_is_refused_before_work(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    config = TrainConfig.from_mapping({"store_url": str(blocker)}, environ={})
-    with pytest.raises(TrainConfigError, match="KOHOLINT_STORE_URL"):
-        preflight(config)
+    run = TrainingRun(resolve({}, {}), Settings(store_url=str(blocker)))
+    with pytest.raises(TrainConfigError, match="KOHOLINT_TRAINER_STORE_URL") as caught:
+        run.preflight()
+    assert caught.value.field == "store_url"
+
+
+def test_a_planner_over_http_needs_its_url(tmp_path: Path):
+    run = TrainingRun(resolve({"planner": "http"}, {}), deployment(tmp_path))
+    with pytest.raises(TrainConfigError, match="planner=http needs planner_url"):
+        run.preflight()
+
+
+def test_default_run_names_are_unique_within_a_second():
+    names = {TrainingRun(resolve({}, {})).config.run for _ in range(50)}
+    assert len(names) == 50
 
 
 def test_planner_settings_reach_the_training_env():
     from trainer.ppo.envs import planner_backend
 
-    config = TrainConfig.from_mapping({}, environ={"PLANNER": "rules"})
-    assert config.planner == "rules"
+    assert resolve({}, {"KOHOLINT_TRAINER_PLANNER": "rules"}).planner == "rules"
     assert planner_backend("rules", "").name == "rules"
     assert planner_backend("http", "http://planner:8000").name == "planner-http"
+
+
+def test_the_env_objects_schema_comes_from_the_env():
+    schema = TrainConfig.model_json_schema()["properties"]["env"]
+    assert schema["additionalProperties"] is False
+    assert "rom" not in schema["properties"]
+    assert schema["properties"]["frame_skip"]["description"] == "emulator frames per step (1..60)"
+    assert schema["properties"]["start_state"]["anyOf"][0]["enum"] == list(STATE_NAMES)
+    assert set(REWARD_MODES) >= {"sparse"}
+    json.dumps(schema)

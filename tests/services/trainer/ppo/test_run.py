@@ -1,55 +1,144 @@
-"""Training runs end to end on real Ray and RLlib: smoke, checkpoints, archive, export, resume."""
+"""Training runs end to end on real Ray and RLlib: smoke, checkpoints, archive, export, resume;
+and local Ray confined to loopback and the run's folder."""
 
 from __future__ import annotations
 
 import json
+import os
+import socket
+import time
 from pathlib import Path
 
 import pytest
 
 from koholint.env.archive import Archive
+from koholint.env.export import EXPORT_SCHEMA_VERSION
+from koholint.schemas.trainer import RunStatus
 from koholint.store import LocalStore
 from trainer.ledger import CheckpointLedger
-from trainer.ppo.config import TrainConfig
+from trainer.ppo.config import Deployment, resolve
+from trainer.ppo.ray_node import check_cluster
 from trainer.ppo.run import TrainingRun
 
 TINY = {
     "total_env_steps": 512, "num_env_runners": 0, "envs_per_env_runner": 1, "train_batch_size": 256,
-    "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128, "episode_length": 128,
+    "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128, "env": {"max_episode_steps": 128},
     "export_every_episodes": 1, "segment_steps": 64, "checkpoint_every_iterations": 1, "archive_restart_every": 2,
 }  # fmt: skip
 
 
+def listening_addresses(pids: set[int]) -> set[tuple[str, int]]:
+    """(address, port) of every TCP socket in LISTEN state held by these processes (/proc)."""
+    listening: dict[str, tuple[str, int]] = {}
+    for table, family in (("tcp", socket.AF_INET), ("tcp6", socket.AF_INET6)):
+        for line in Path(f"/proc/net/{table}").read_text().splitlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A":  # LISTEN
+                continue
+            hexaddr, hexport = fields[1].split(":")
+            raw = bytes.fromhex(hexaddr)
+            raw = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            listening[fields[9]] = (socket.inet_ntop(family, raw), int(hexport, 16))
+    found = set()
+    for pid in pids:
+        try:
+            links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+        except OSError:
+            continue
+        for link in links:
+            inode = link.removeprefix("socket:[").removesuffix("]")
+            if inode in listening:
+                found.add(listening[inode])
+    return found
+
+
+def processes_mentioning(text: str) -> set[int]:
+    """Live processes whose command line contains `text` (Ray's name its session folder)."""
+    pids = set()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            command = Path(f"/proc/{entry}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry}/stat").read_text().split(") ")[-1][0]
+        except OSError:
+            continue
+        if text.encode() in command and state != "Z":
+            pids.add(int(entry))
+    return pids
+
+
+def is_loopback(address: str) -> bool:
+    return address in ("127.0.0.1", "::1", "::ffff:127.0.0.1")
+
+
 @pytest.mark.slow
-def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path):
-    store_url, run_dir = str(tmp_path / "store"), str(tmp_path / "runs")
-    config = TrainConfig.from_mapping(
-        {**TINY, "run": "smoke", "store_url": store_url, "run_dir": run_dir}, environ={}
-    )
-    seen = []
-    status = TrainingRun(config).run(on_iteration=lambda s: seen.append(s.env_steps))
+def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monkeypatch):
+    import ray
+
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # Ray must write nothing there
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    run_folder = Path(deployment.run_dir) / "smoke"
+    seen: list[int] = []
+    addresses: set[tuple[str, int]] = set()
+    sessions: list[str] = []
+
+    def during(status: RunStatus) -> None:
+        seen.append(status.env_steps)
+        if len(seen) == 1:
+            node = ray._private.worker._global_node
+            sessions.append(Path(node.get_session_dir_path()).name)  # in every Ray command line
+            ray_processes = processes_mentioning(sessions[0]) | {os.getpid()}
+            addresses.update(listening_addresses(ray_processes))
+            check_cluster(ray._private.worker._global_node.gcs_address)  # the probe knows Ray
+
+    status = TrainingRun(resolve({**TINY, "run": "smoke"}, {}), deployment).run(on_iteration=during)
     assert status.state == "finished"
     assert status.env_steps >= 512
     assert seen == sorted(seen)
-    store = LocalStore(store_url)
+    assert addresses, "Ray listens somewhere"
+    assert all(is_loopback(address) for address, _ in addresses), addresses
+    # Ray's files under the run's folder; nothing in the home folder; no Ray process left.
+    assert list((run_folder / "ray").glob("session_*/logs"))
+    assert not (tmp_path / "home" / ".ray").exists()
+    assert not (tmp_path / "home" / "ray_results").exists()
+    assert (run_folder / "ray" / sessions[0]).is_dir()
+    for _ in range(50):
+        if not processes_mentioning(sessions[0]):
+            break
+        time.sleep(0.2)
+    assert not processes_mentioning(sessions[0])
+
+    store = LocalStore(deployment.store_url)
     ledger = CheckpointLedger(store, "smoke")
     assert len(ledger.records) == status.checkpoints >= 2
     assert Archive.load(store, "archives/smoke").cells  # the archive persisted
     manifests = [k for k in store.list("episodes/smoke/") if k.endswith("manifest.json")]
     assert manifests
-    assert json.loads(store.get(manifests[0]))["schema_version"] == 1
-    assert (Path(run_dir) / "smoke" / "learning_curve.png").read_bytes().startswith(b"\x89PNG")
+    assert json.loads(store.get(manifests[0]))["schema_version"] == EXPORT_SCHEMA_VERSION
+    assert (run_folder / "learning_curve.png").read_bytes().startswith(b"\x89PNG")
 
+    # Resume by checkpoint name alone: the run that owns it continues.
     last = ledger.records[-1]
-    resumed = TrainConfig.from_mapping(
-        {**TINY, "run": "smoke", "store_url": store_url, "run_dir": run_dir, "resume_from": last.name,
-         "total_env_steps": last.step + 256},
-        environ={},
-    )  # fmt: skip
-    first_seen = []
-    again = TrainingRun(resumed).run(on_iteration=lambda s: first_seen.append(s.env_steps))
-    assert first_seen[0] > last.step  # counting continues from the checkpoint, not from zero
+    resumed = resolve({**TINY, "resume_from": last.name, "total_env_steps": last.step + 768}, {})
+    again_run = TrainingRun(resumed, deployment)
+    assert again_run.config.run == "smoke"
+    stamps: list[tuple[float, int, int]] = []
+    again = again_run.run(
+        on_iteration=lambda s: stamps.append((time.perf_counter(), s.env_steps, s.iterations))
+    )
     assert again.state == "finished"
+    assert again.resumed_from == last.name
+    assert stamps[0][1] > last.step  # counting continues from the checkpoint, not from zero
+    assert stamps[0][2] == status.iterations + 1  # so do the iterations
+    # The learning curve keeps the part before the resume.
+    assert [p["env_steps"] for p in again_run.curve[: len(seen)]] == seen
+    # Steps per second counts only what this process sampled: no faster than the steps
+    # between the first and the last resumed iteration over the time between them.
+    (first_time, _, _), (last_time, last_steps, _) = stamps[0], stamps[-1]
+    upper = (last_steps - last.step) / (last_time - first_time)
+    assert len(stamps) >= 3  # then counting the checkpoint's steps too would exceed the bound
+    assert 0 < again.steps_per_second <= upper
 
 
 def test_export_counts_are_reported_as_deltas(tmp_path: Path):

@@ -13,7 +13,7 @@ from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from koholint.env.zelda import ZeldaEnv
-from trainer.ppo.config import TrainConfig
+from trainer.ppo.config import Deployment, resolve
 from trainer.ppo.run import ppo_config
 from trainer.ppo.sampling import LatestObservationsToTensor, LeanPPOModule, SampleCategoricalActions
 
@@ -75,12 +75,13 @@ def test_lean_module_computes_what_the_default_module_does():
 
 @pytest.mark.parametrize("lean", [True, False])
 def test_env_runner_samples_the_same_columns_either_way(lean: bool, tmp_path: Path):
-    config = TrainConfig.from_mapping(
+    config = resolve(
         {**PLAIN, "lean_sampling": lean, "num_env_runners": 0, "envs_per_env_runner": 3,
-         "episode_length": 20, "store_url": str(tmp_path / "store"), "run_dir": str(tmp_path)},
+         "env": {"max_episode_steps": 20}},
         environ={},
     )  # fmt: skip
-    runner = SingleAgentEnvRunner(config=ppo_config(config, archive_actor=""))
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path))
+    runner = SingleAgentEnvRunner(config=ppo_config(config, deployment, archive_actor=""))
     episodes = runner.sample(num_timesteps=60, random_actions=False)
     steps = sum(len(episode) for episode in episodes)
     assert steps >= 60
@@ -95,4 +96,7 @@ def test_env_runner_samples_the_same_columns_either_way(lean: bool, tmp_path: Pa
         assert actions.dtype.kind == "i"
         assert np.all((actions >= 0) & (actions < 9))
         assert episode.get_observations().shape == (len(episode) + 1, 128)
+    # The env's registered vector env (vector_entry_point), not a num_envs guess in the trainer.
+    expected = "EpisodeEndVectorEnv" if lean else "SyncVectorEnv"
+    assert type(runner.env.unwrapped).__name__ == expected
     runner.stop()

@@ -1,0 +1,91 @@
+"""The trainer service's response bodies (API version v1): a run's status, the runs, checkpoints.
+
+The request body of ``POST /v1/runs`` is the trainer's own run settings (``TrainConfig`` in
+the service): every field there is one line, and the flags of ``koholint train`` and the
+OpenAPI schema are generated from it, so it is not repeated here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RUN_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
+"""A run name: it is a folder name in the run directory and a key prefix in the store."""
+CHECKPOINT_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}-step[0-9]{12}$"
+"""A checkpoint name from a ledger: ``<run>-step<env steps, 12 digits>``."""
+METRIC_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
+RunState = Literal["starting", "running", "stopping", "finished", "stopped", "failed"]
+ACTIVE_STATES = ("starting", "running", "stopping")
+
+
+class RunStatus(BaseModel):
+    """A run's live status (``GET /v1/runs/{run}``)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    run: str
+    """the run's name"""
+    state: RunState = "starting"
+    """starting, running, stopping, then finished, stopped (asked to) or failed (see error)"""
+    iterations: int = 0
+    """training iterations, counted across resumes"""
+    env_steps: int = 0
+    """environment steps sampled, counted across resumes"""
+    steps_per_second: float = 0.0
+    """env steps per second sampled by this process since it started (or resumed) the run"""
+    episode_return_mean: float | None = None
+    """mean episode return (window of 100 episodes); null before an episode ended"""
+    rooms_mean: float | None = None
+    """rooms visited per episode (window of 100 episodes)"""
+    cells_mean: float | None = None
+    """cells visited per episode (window of 100 episodes)"""
+    win_rate: float | None = None
+    """share of episodes won (window of 100 episodes)"""
+    archive_cells: int = 0
+    """cells in the Go-Explore archive"""
+    checkpoints: int = 0
+    """checkpoints in the run's ledger"""
+    resumed_from: str | None = None
+    """the checkpoint this run continued from, if any"""
+    error: str | None = None
+    """why the run failed (state failed)"""
+    export: dict[str, int] = Field(
+        default_factory=lambda: {"written": 0, "dropped": 0, "failed": 0}
+    )
+    """episode segments the export queues wrote, dropped (queue full) and failed to write"""
+    reached: dict[str, float] = Field(default_factory=dict)
+    """per milestone (sword, puzzle, dungeon, key, instrument): the highest share of
+    episodes (100-episode window) that had reached it"""
+
+
+class RunList(BaseModel):
+    """The runs this service knows (``GET /v1/runs``): active first, then the newest."""
+
+    runs: list[RunStatus]
+
+
+class CheckpointRecord(BaseModel):
+    """One checkpoint in a run's ledger."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    run: str
+    step: int
+    """env steps at save time"""
+    name: str
+    """what ``--resume`` and ``resume_from`` take"""
+    prefix: str
+    """the checkpoint's folder in the object store"""
+    saved_at: float
+    """Unix time"""
+    metrics: dict[str, float] = Field(default_factory=dict)
+    """the run's metrics at save time (episode_return_mean, rooms, cells, win_rate, ...)"""
+
+
+class CheckpointList(BaseModel):
+    """A run's ledger (``GET /v1/checkpoints``); empty, with run null, before any run."""
+
+    run: str | None
+    checkpoints: list[CheckpointRecord]

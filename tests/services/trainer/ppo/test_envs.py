@@ -1,0 +1,51 @@
+"""The training env: the env's registered vector env, with the trainer's wrappers on every env."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+
+import koholint
+from koholint.env.vector import EpisodeEndVectorEnv
+from koholint.env.wrappers import CuriosityWrapper, PlannerControlWrapper
+from trainer.ppo.config import Deployment, resolve
+from trainer.ppo.envs import rllib_env_config
+
+
+def test_the_vector_entry_point_wraps_every_env_with_its_index(tmp_path: Path):
+    config = resolve(
+        {"curiosity_weight": 0.5, "archive_restart_every": 0, "export_every_episodes": 0,
+         "planner": "rules", "env": {"max_episode_steps": 8, "frame_skip": 2}},
+        environ={},
+    )  # fmt: skip
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path))
+    # What RLlib's env runner does with gym_env_vectorize_mode="vector_entry_point".
+    vector = gym.make_vec(
+        koholint.ENV_ID,
+        num_envs=3,
+        vectorization_mode="vector_entry_point",
+        **rllib_env_config(config, deployment, archive_actor=""),
+    )
+    assert isinstance(vector, EpisodeEndVectorEnv)
+    for index, env in enumerate(vector.envs):
+        assert isinstance(env, CuriosityWrapper)
+        assert env.weight == 0.5
+        assert env.rnd.config.seed == index  # each env its own RND seed
+        assert isinstance(env.env, PlannerControlWrapper)
+        zelda = env.unwrapped
+        assert (zelda.config.frame_skip, zelda.config.max_episode_steps) == (2, 8)
+        assert zelda.config.info_state is False  # the trainer's env default
+    observations, _ = vector.reset(seed=0)
+    assert observations.shape == (3, 128)
+    vector.step(np.zeros(3, dtype=np.int64))
+    vector.close()
+
+
+def test_the_env_registers_its_vector_entry_point():
+    spec = gym.spec(koholint.ENV_ID)
+    assert spec.vector_entry_point == "koholint.env.vector:make_vector_env"
+    sync = gym.make_vec(koholint.ENV_ID, 2, vectorization_mode="vector_entry_point", vector="sync")
+    assert isinstance(sync, gym.vector.SyncVectorEnv)
+    sync.close()
