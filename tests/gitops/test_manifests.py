@@ -318,8 +318,9 @@ def test_overlays_differ_as_designed(environment: str) -> None:
         assert group["replicas"] == group["minReplicas"] == group["maxReplicas"] == workers, kind
         assert group["rayStartParams"]["num-cpus"] == "1", "one env runner per worker pod"
     settings = find(manifests, "ConfigMap", trainer_config_name(manifests))["data"]
-    assert settings["RAY_WORKERS"] == str(workers)
-    assert settings["ENVS_PER_WORKER"] == str(envs)
+    assert settings["KOHOLINT_TRAINER_NUM_ENV_RUNNERS"] == str(workers)
+    assert settings["KOHOLINT_TRAINER_ENVS_PER_ENV_RUNNER"] == str(envs)
+    assert "KOHOLINT_TRAINER_RAY_ADDRESS" not in settings, "the RayJob must join its own cluster"
 
 
 def trainer_config_name(manifests: list[Manifest]) -> str:
