@@ -1,0 +1,79 @@
+"""`koholint train` as a user runs it: one-line preflight errors, nothing from Ray before the
+progress bar, and nothing left behind (no ~/.ray, no ~/ray_results, no Ray process)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from tests.services.trainer.ppo.test_run import processes_mentioning
+
+KOHOLINT = str(Path(sys.executable).parent / "koholint")
+
+
+def train(tmp_path: Path, *flags: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Runs the command; its output as written (no newline translation: the bar uses \\r)."""
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    environ = {**os.environ, "HOME": str(home)}
+    command = [
+        KOHOLINT,
+        "train",
+        "--store",
+        str(tmp_path / "store"),
+        "--run-dir",
+        str(tmp_path / "runs"),
+        *flags,
+    ]
+    done = subprocess.run(command, env=environ, capture_output=True, timeout=timeout)
+    return subprocess.CompletedProcess(
+        command, done.returncode, done.stdout.decode(), done.stderr.decode()
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--resume", "nope-step000000000001"), "resume_from: no checkpoint 'nope-step000000000001' in run nope"),
+        (("--steps", "lots"), "total_env_steps (flag): Input should be a valid integer"),
+        (("--env-frame-skip", "0"), "env (flag): frame_skip=0"),
+        (("--ray-address", "127.0.0.1:1"), "RAY_ADDRESS='127.0.0.1:1' is unreachable"),
+    ],
+)  # fmt: skip
+def test_preflight_errors_print_one_line_before_any_work(tmp_path: Path, flags, message):
+    started = time.perf_counter()
+    result = train(tmp_path, *flags)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1, result.stderr  # one line, no traceback
+    assert result.stderr.startswith("koholint train: ")
+    assert message in result.stderr
+    assert time.perf_counter() - started < 30
+    assert not (tmp_path / "runs").exists()  # nothing started
+
+
+@pytest.mark.slow
+def test_train_prints_only_its_own_output_and_leaves_nothing_behind(tmp_path: Path):
+    result = train(
+        tmp_path, "--run", "cli", "--steps", "512", "--workers", "1", "--envs", "1", "--batch", "256",
+        "--minibatch", "64", "--num-epochs", "1", "--episode-length", "128", "--export-every-episodes", "0",
+        timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert result.stdout.startswith("\r[")  # the progress bar comes first
+    assert "run cli: finished after" in result.stdout
+    assert "learning curve:" in result.stdout
+    home = tmp_path / "home"
+    assert not (home / ".ray").exists()
+    assert not (home / "ray_results").exists()
+    [session] = (tmp_path / "runs" / "cli" / "ray").glob("session_2*")
+    for _ in range(50):
+        if not processes_mentioning(session.name):
+            break
+        time.sleep(0.2)
+    assert not processes_mentioning(session.name)
