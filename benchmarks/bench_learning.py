@@ -1,4 +1,5 @@
-"""Learning at a fixed budget: random play, PPO, + coverage, + RND, + the Go-Explore archive.
+"""Learning at a fixed budget: random play, PPO, + coverage, + RND, + the Go-Explore archive;
+and Go-Explore phase 1 (`explore`): env steps to the first win and to each milestone.
 
 Each configuration trains (or plays, for random) `--steps` env steps from `start_of_play`
 with 1,024-step episodes and writes `<out>/<config>.json` (final window means of rooms and
@@ -8,6 +9,13 @@ steps/s, wall time, the curve). `--plot` draws every result found in `<out>` int
 
     .venv/bin/python benchmarks/bench_learning.py --config random --steps 1000000
     .venv/bin/python benchmarks/bench_learning.py --config full --steps 1000000 --plot
+    .venv/bin/python benchmarks/bench_learning.py --config explore --seeds 0 1 2 --workers 2 \
+        --steps 2000000 --out benchmarks/results/win
+
+`explore` runs phase 1 (``koholint.explore``) once per seed until the first win or `--steps`
+env steps over `--workers` processes, and writes `<out>/explore.json`: per seed, env steps
+to the win and to each milestone, cells, wall time, and whether the winning trajectory
+replays to the credits; `<out>/explore-seed<N>.actions` keeps each win.
 """
 
 from __future__ import annotations
@@ -100,6 +108,31 @@ def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> d
     }  # fmt: skip
 
 
+def explore_seeds(steps: int, seeds: list[int], workers: int, out: Path) -> dict[str, Any]:
+    from koholint.explore import ExploreConfig, explore
+    from koholint.explore.trajectory import write_trajectory
+
+    rows = []
+    for seed in seeds:
+        result = explore(ExploreConfig(seed=seed, workers=workers, max_env_steps=steps))
+        row = {
+            "seed": seed, "won": result.won, "env_steps": result.env_steps,
+            "milestones": result.milestones, "cells": result.cells,
+            "top_level": result.top_level, "wall_s": round(result.seconds, 1),
+            "steps_per_second": round(result.env_steps / result.seconds),
+            "trajectory_steps": len(result.trajectory) if result.trajectory else None,
+        }  # fmt: skip
+        if result.trajectory is not None:
+            (out / f"explore-seed{seed}.actions").write_bytes(result.trajectory)
+            check = write_trajectory(result.trajectory, out / f"explore-seed{seed}.jsonl")
+            row["replay_wins"] = check.won
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    wins = [row["env_steps"] for row in rows if row["won"]]
+    return {"workers": workers, "budget": steps, "runs": rows, "wins": len(wins),
+            "median_steps_to_win": float(np.median(wins)) if wins else None}  # fmt: skip
+
+
 def plot(out: Path) -> Path:
     import matplotlib
 
@@ -124,7 +157,9 @@ def plot(out: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", choices=["random", *PPO_CONFIGS])
+    parser.add_argument("--config", choices=["random", "explore", *PPO_CONFIGS])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
+                        help="explore: one phase-1 run per seed")  # fmt: skip
     parser.add_argument("--steps", type=int, default=1_000_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--workers", type=int, default=2)
@@ -133,7 +168,11 @@ def main() -> None:
     parser.add_argument("--plot", action="store_true")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.config:
+    if args.config == "explore":
+        result = explore_seeds(args.steps, args.seeds, args.workers, args.out)
+        (args.out / "explore.json").write_text(json.dumps(result, indent=1))
+        print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
+    elif args.config:
         if args.config == "random":
             result = random_play(args.steps, args.seed)
         else:

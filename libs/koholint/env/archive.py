@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -54,15 +53,21 @@ class CellRecord:
     level: int = 0
 
     def weight(
-        self, archive_size: int, top_level: int | None = None, level_base: float = LEVEL_BASE
+        self,
+        archive_size: int,
+        top_level: int | None = None,
+        level_base: float = LEVEL_BASE,
+        count_power: float = 0.5,
     ) -> float:
         """Rarely chosen and rarely visited cells weigh more (Go-Explore's count terms), and
         so do recently found ones: the newest cells are the frontier (up to +RECENCY). Each
-        level below `top_level` divides the weight by `level_base`."""
+        level below `top_level` divides the weight by `level_base`. `count_power` is the
+        exponent of the count terms (0.5: Go-Explore's 1 / sqrt)."""
         recency = RECENCY * (self.found_order + 1) / max(archive_size, self.found_order + 1)
-        counts = 1.0 / math.sqrt(1 + self.chosen) + 0.5 / math.sqrt(1 + self.visits) + recency
+        chosen = (1 + self.chosen) ** -count_power
+        counts = chosen + 0.5 * (1 + self.visits) ** -count_power + recency
         below = 0 if top_level is None else max(top_level - self.level, 0)
-        return counts * level_base**-below
+        return float(counts * level_base**-below)
 
     def better_than(self, level: int, steps: int, episode_return: float) -> bool:
         """Whether (level, steps, return) beats this record: higher level, then fewer steps,
@@ -82,10 +87,14 @@ class Archive:
         prefix: str = "archives/default",
         max_cells: int = 100_000,
         level_base: float = LEVEL_BASE,
+        count_power: float = 0.5,
     ) -> None:
         if level_base < 1.0:
             raise ValueError(f"level_base {level_base} must be >= 1 (1 ignores the level)")
+        if count_power <= 0:
+            raise ValueError(f"count_power {count_power} must be > 0")
         self.level_base = level_base
+        self.count_power = count_power
         self.store = store
         self.prefix = prefix.rstrip("/")
         self.max_cells = max_cells
@@ -145,8 +154,8 @@ class Archive:
             raise LookupError("the archive is empty: observe some cells before selecting")
         records = list(self.cells.values())
         top = self.top_level
-        base = self.level_base
-        weights = np.array([record.weight(len(records), top, base) for record in records])
+        base, power = self.level_base, self.count_power
+        weights = np.array([record.weight(len(records), top, base, power) for record in records])
         record = records[int(rng.choice(len(records), p=weights / weights.sum()))]
         record.chosen += 1
         return record

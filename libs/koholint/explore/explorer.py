@@ -33,7 +33,14 @@ import numpy as np
 from koholint.env.archive import Archive, Cell
 from koholint.env.zelda import MAX_FRAME_SKIP, MILESTONES, ZeldaEnv
 from koholint.explore.cells import cell_of
-from koholint.explore.runner import Runner, RunReport, RunTask, exploration_env
+from koholint.explore.runner import (
+    ALL_ACTIONS,
+    PLAY_ACTIONS,
+    Runner,
+    RunReport,
+    RunTask,
+    exploration_env,
+)
 
 MAX_WORKERS = 64
 MAX_ENV_STEPS = 1_000_000_000
@@ -65,9 +72,12 @@ class ExploreConfig:
     about 2.5 tiles in one direction on average)"""
     tile_bin: int = 16
     """side of a cell's position bin in pixels (16 = one tile)"""
-    level_base: float = 10.0
+    level_base: float = 1000.0
     """each progress level below the best known divides a cell's selection weight by this:
-    on this route every level gained is a step forward, so restarts crowd the frontier"""
+    on this route every level gained is a step forward, so restarts go to the new level"""
+    count_power: float = 1.0
+    """exponent of the archive's count terms, 1 / (1 + chosen) ** p: 1 (rather than
+    Go-Explore's 0.5) stops the oldest cells of a level from taking most restarts"""
     frame_skip: int = 4
     """frames per step, as the environment the policy will play"""
     planner: bool = True
@@ -92,6 +102,8 @@ class ExploreConfig:
         for name, value, low, high in checks:
             if not low <= value <= high:
                 raise ExploreConfigError(f"{name}={value}: use {low}..{high}")
+        if self.count_power <= 0:
+            raise ExploreConfigError(f"count_power={self.count_power}: use > 0 (1 is typical)")
         if self.level_base < 1.0:
             raise ExploreConfigError(f"level_base={self.level_base}: use >= 1 (1 ignores levels)")
         if not 0.0 <= self.repeat_probability < 1.0:
@@ -146,7 +158,9 @@ class Explorer:
         config.validate()
         self.config = config
         if archive is None:
-            archive = Archive(max_cells=1_000_000, level_base=config.level_base)
+            archive = Archive(
+                max_cells=1_000_000, level_base=config.level_base, count_power=config.count_power
+            )
         self.archive = archive
         self.on_progress = on_progress
         self.rng = np.random.default_rng(config.seed)
@@ -275,6 +289,7 @@ def _make_runner(config: ExploreConfig) -> Runner:
     return Runner(
         frame_skip=config.frame_skip, tile_bin=config.tile_bin, run_steps=config.run_steps,
         repeat_probability=config.repeat_probability, planner=config.planner,
+        actions=ALL_ACTIONS if config.start_state is None else PLAY_ACTIONS,
     )  # fmt: skip
 
 

@@ -32,7 +32,11 @@ from koholint.game.state import RawState
 from koholint.planning.backends import RulesBackend
 from koholint.planning.view import dialog_open, puzzle_unsolved, room_tiles
 
-ACTION_COUNT = len(Action)
+# START and SELECT do nothing in play (SELECT swaps the item slots): random runs leave them
+# out, except from power-on, where START leaves the title screen.
+PLAY_ACTIONS = bytes([Action.NOOP, Action.UP, Action.DOWN, Action.LEFT, Action.RIGHT,
+                      Action.A, Action.B])  # fmt: skip
+ALL_ACTIONS = bytes(range(len(Action)))
 _PASS_OUT = int(MotionState.PASS_OUT)
 
 
@@ -98,7 +102,9 @@ class Runner:
         run_steps: int,
         repeat_probability: float,
         planner: bool = True,
+        actions: bytes = PLAY_ACTIONS,
     ) -> None:
+        self.actions = np.frombuffer(actions, np.uint8)
         self.env = exploration_env(
             frame_skip=frame_skip, max_episode_steps=run_steps + 1, planner=planner
         )
@@ -113,7 +119,7 @@ class Runner:
         env, zelda, rng = self.env, self.zelda, np.random.default_rng(task.seed)
         env.reset(options={"start_state": task.state})
         draws = rng.random(self.run_steps)
-        choices = rng.integers(0, ACTION_COUNT, self.run_steps)
+        choices = self.actions[rng.integers(0, len(self.actions), self.run_steps)]
         actions = bytearray()
         report = RunReport(actions=b"")
         # The room flags persist: what the start state had reached is no news.

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from koholint.baselines.trajectory import TrajectoryWriter
+from koholint.env.wrappers.curriculum import DemoState, demo_states
 from koholint.env.zelda import ZeldaEnv, milestones
 from koholint.explore.runner import exploration_env
 
@@ -57,5 +58,25 @@ def write_trajectory(
         writer.close({"steps": terminated_at or len(actions), "won": won,
                       "return": round(episode_return, 6), "milestones": reached})  # fmt: skip
         return TrajectoryCheck(len(actions), won, reached)
+    finally:
+        env.close()
+
+
+def winning_demo(
+    actions: bytes,
+    *,
+    every: int = 8,
+    start_state: str | None = "start_of_play",
+    frame_skip: int = 4,
+    planner: bool = True,
+) -> list[DemoState]:
+    """States along a phase-1 trajectory, every `every` steps, replayed in the env it was
+    found in: the backward curriculum's starts (``koholint.env.wrappers.curriculum``)."""
+    env = exploration_env(
+        start_state=start_state, frame_skip=frame_skip, planner=planner,
+        max_episode_steps=len(actions) + 1,
+    )  # fmt: skip
+    try:
+        return demo_states(actions, env, every=every)
     finally:
         env.close()

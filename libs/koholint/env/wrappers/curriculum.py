@@ -196,23 +196,27 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
 
 
 def demo_states(
-    trajectory: bytes, env: ZeldaEnv, *, every: int = 8, seed: int = 0
+    trajectory: bytes, env: gym.Env[np.ndarray, Any], *, every: int = 8, seed: int = 0
 ) -> list[DemoState]:
-    """Replay `trajectory` (one action per byte) in `env` from its configured start and save
-    a state every `every` steps (and at the start), stopping before the winning step."""
+    """Replay `trajectory` (one action per byte) in `env` — the env it was found in, wrappers
+    such as hybrid control included — from its configured start, and save a state every
+    `every` steps (and at the start), stopping before the winning step."""
     if every < 1:
         raise ValueError(f"every {every} must be >= 1")
-    if env.config.sticky_action_probability or env.config.latch_steps != 1:
+    zelda = env.unwrapped
+    if not isinstance(zelda, ZeldaEnv):
+        raise TypeError("demo_states replays in koholint/Zelda-v1 (ZeldaEnv), wrapped or not")
+    if zelda.config.sticky_action_probability or zelda.config.latch_steps != 1:
         raise ValueError(
             "the demo replays only without sticky actions or latched holds: make the env with "
             "sticky_action_probability=0 and latch_steps=1 (phase 1 explored without them)"
         )
     env.reset(seed=seed)
-    states = [DemoState(0, env.gameboy.save_state())]
+    states = [DemoState(0, zelda.gameboy.save_state())]
     for index, action in enumerate(trajectory[:-1], start=1):
         _, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             raise ValueError(f"the trajectory ended the episode at step {index}, before its end")
-        if index % every == 0 and not env.raw_state.transition:
-            states.append(DemoState(index, env.gameboy.save_state()))
+        if index % every == 0 and not zelda.raw_state.transition:
+            states.append(DemoState(index, zelda.gameboy.save_state()))
     return states

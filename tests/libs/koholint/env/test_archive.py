@@ -115,6 +115,17 @@ def test_selection_crowds_the_highest_level():
         Archive(level_base=0.5)
 
 
+def test_a_higher_count_power_spreads_restarts_from_worn_cells():
+    archive = Archive(count_power=1.0)
+    archive.observe((VILLAGE, 0, 0, 0), 1, 0.0, lambda: b"s")
+    worn = archive.cells[(VILLAGE, 0, 0, 0)]
+    worn.chosen, worn.visits = 3, 3
+    assert worn.weight(1, 0, 3.0, 1.0) == pytest.approx(1 / 4 + 0.5 / 4 + 2.0)
+    assert worn.weight(1, 0, 3.0, 0.5) == pytest.approx(1 / 2 + 0.5 / 2 + 2.0)
+    with pytest.raises(ValueError, match="count_power"):
+        Archive(count_power=0)
+
+
 def test_trajectories_are_kept_with_their_states_and_persist(tmp_path: Path):
     store = LocalStore(tmp_path)
     archive = Archive(store=store, prefix="archives/explore")

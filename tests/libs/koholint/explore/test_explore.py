@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from koholint.baselines.trajectory import ram_hash
+from koholint.baselines.trajectory import ram_hash, replay
 from koholint.env.zelda import Action
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
 from koholint.explore.cells import NO_BLOCK, cell_of, room_detail
 from koholint.explore.runner import Runner, RunTask, exploration_env
+from koholint.explore.trajectory import write_trajectory
 
 VILLAGE = (0, 0, 0x21)
 
@@ -91,6 +94,7 @@ def test_the_loop_grows_an_archive_of_replayable_cells():
     assert restored_hash(archive.state(deepest)) == replayed_hash(trajectory)
 
 
+@pytest.mark.slow  # starting two worker processes takes ~10-20 s on a busy 2-core machine
 def test_workers_share_one_archive():
     result = Explorer(
         ExploreConfig(seed=2, max_env_steps=2_400, run_steps=50, workers=2, runs_per_batch=4)
@@ -111,3 +115,21 @@ def test_workers_share_one_archive():
 def test_bad_settings_name_the_fix(setting, value, message):
     with pytest.raises(ExploreConfigError, match=message):
         ExploreConfig(**{setting: value}).validate()
+
+
+@pytest.mark.slow
+def test_phase_one_wins_and_the_trajectory_replays_to_the_credits(tmp_path: Path):
+    """From start_of_play with nothing but the system's own finds: a win within 400k env
+    steps (seed 1 needs about 67k: BENCHMARKS.md, "Go-Explore phase 1"), kept as actions
+    that replay, RAM hash for RAM hash, to the credits."""
+    result = Explorer(ExploreConfig(seed=1, max_env_steps=400_000)).run()
+    assert result.won
+    assert result.milestones["instrument"] is not None
+    assert all(result.milestones[name] is not None for name in ("sword", "puzzle", "key"))
+    check = write_trajectory(result.trajectory, tmp_path / "win.jsonl")
+    assert check.won  # the last action takes the instrument, none before it does
+    assert check.steps == len(result.trajectory)
+    assert all(check.milestones.values())
+    replayed = replay(tmp_path / "win.jsonl")
+    assert replayed.ok
+    assert replayed.steps == len(result.trajectory)
