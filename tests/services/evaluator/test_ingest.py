@@ -222,3 +222,33 @@ def test_killed_mid_batch_and_restarted_scores_every_segment_exactly_once(
     records = records_in(s3_store)
     assert sorted(r.prefix for r in records) == sorted(prefixes)  # no loss, no duplicate
     assert bus.dead_letters(streams["segments"]) == []
+
+
+def test_while_the_gateway_is_down_messages_stay_pending_and_are_scored_later(
+    local_store: LocalStore, scripted_judge: Any, redis_client: Any, streams: dict[str, str]
+):
+    down = {"now": True}
+    answer = lambda body: 503 if down["now"] else verdict(6, "exploring")  # noqa: E731
+    _, url = scripted_judge(dict.fromkeys(("state", "puzzle", "vision"), answer))
+    settings = Settings(
+        backend="llm-d", llm_base_url=url, samples=1, llm_attempts=1, consume=False,
+        segments_stream=streams["segments"], scores_stream=streams["scores"], consumer="c1",
+        block_ms=100, reclaim_after_ms=100,
+    )  # fmt: skip
+    bus = RedisBus(redis_client, reclaim_after_ms=100, max_deliveries=20)
+    service = EvaluatorService(settings, Metrics(), store=local_store, bus=bus)
+    prefixes = [
+        k.rsplit("/", 1)[0] for k in local_store.list("episodes/") if k.endswith("manifest.json")
+    ][:3]
+    for prefix in prefixes:
+        announce(bus, streams["segments"], prefix)
+    assert service.ingestor.poll() is True  # deferred: pause before reading more
+    assert consumer_lag(bus, streams["segments"], "evaluator") == 3  # pending, not acked
+    assert local_store.list("scores/") == []
+    down["now"] = False
+    time.sleep(0.2)  # past reclaim_after_ms: the pending messages are taken over again
+    service.ingestor.poll()
+    service.close()
+    assert sorted(r.prefix for r in records_in(local_store)) == sorted(prefixes)
+    assert consumer_lag(bus, streams["segments"], "evaluator") == 0
+    assert bus.dead_letters(streams["segments"]) == []
