@@ -47,7 +47,14 @@ def _number_not_text(value: Any) -> Any:
 JsonInt = Annotated[int, BeforeValidator(_number_not_text)]
 """An integer as JSON Schema has it: 1 or 1.0, never "1" or true."""
 JsonFloat = Annotated[float, BeforeValidator(_number_not_text)]
-ActionId = Annotated[JsonInt, Field(ge=0, le=LAST_ACTION, description="koholint.env.zelda.Action")]
+Seed = Annotated[int, Field(ge=0, le=MAX_SEED), BeforeValidator(_number_not_text)]
+CartridgeSeed = Annotated[int, Field(ge=0, le=255), BeforeValidator(_number_not_text)]
+# Constraints before the validator, so that pydantic writes them into the schema as limits.
+ActionId = Annotated[
+    int,
+    Field(ge=0, le=LAST_ACTION, description="koholint.env.zelda.Action"),
+    BeforeValidator(_number_not_text),
+]
 if TYPE_CHECKING:
     RewardMode = str
 else:  # the modes as an enum in the spec, from the env's one definition of them
@@ -86,7 +93,7 @@ class SessionSettings(_Request):
     latch_steps: JsonInt = Field(1, ge=1, le=MAX_LATCH_STEPS)
     max_episode_steps: JsonInt = Field(4096, ge=1, le=MAX_EPISODE_STEPS)
     reward_mode: RewardMode = "progress+coverage"
-    cartridge_seed: JsonInt | None = Field(0, ge=0, le=255)
+    cartridge_seed: CartridgeSeed | None = Field(0, description="the game's own RNG seed")
 
 
 class SessionInfo(_Body):
@@ -106,7 +113,7 @@ class SessionList(_Body):
 
 
 class ResetRequest(_Request):
-    seed: JsonInt | None = Field(None, ge=0, le=MAX_SEED)
+    seed: Seed | None = None
     start_state: str | None = Field(
         None, pattern=STATE_NAME_PATTERN, description="a named state (default: the session's)"
     )

@@ -17,7 +17,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match, Route
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 PROBLEM_JSON = "application/problem+json"
@@ -183,13 +183,16 @@ def problem_response(
     return JSONResponse(body, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+
+
 def allowed_methods(app: Starlette, scope: Scope) -> list[str]:
-    """The methods of every route whose path matches (Starlette names only the first one's)."""
-    methods: set[str] = set()
-    for route in app.routes:
-        if isinstance(route, Route) and route.methods and route.matches(scope)[0] != Match.NONE:
-            methods |= route.methods
-    return sorted(methods)
+    """The methods some route answers at this path (Starlette names only the first route's)."""
+    return [
+        method
+        for method in HTTP_METHODS
+        if any(route.matches({**scope, "method": method})[0] == Match.FULL for route in app.routes)
+    ]
 
 
 def add_exception_handlers(app: FastAPI) -> None:
