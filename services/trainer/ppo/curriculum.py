@@ -1,0 +1,115 @@
+"""Robustification in the trainer: the backward curriculum shared by every env runner.
+
+Phase 1 (``koholint explore``) leaves a winning trajectory (``win.actions``: one action per
+byte, from ``start_of_play`` under hybrid control with the rules planner). The run's
+``CurriculumActor`` (a named Ray actor, like the Go-Explore archive's) replays it once into
+states every ``curriculum_every`` steps and holds the ``LocalCurriculum``; each env's
+``CurriculumWrapper`` asks it where to start and tells it how each episode ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import ray
+
+from koholint.env.wrappers.curriculum import LocalCurriculum, Start
+from koholint.explore.trajectory import winning_demo
+
+MAX_TRAJECTORY_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class CurriculumSettings:
+    """How the curriculum moves (TrainConfig's curriculum_* fields)."""
+
+    trajectory: str
+    """path of the winning actions (``win.actions`` from ``koholint explore``)"""
+    every: int = 8
+    """a start state every this many steps of the trajectory"""
+    threshold: float = 0.2
+    """move the start earlier when this share of episodes from it wins (Go-Explore: 0.1-0.2)"""
+    window: int = 20
+    """episodes from the current start the share is measured over"""
+    move_by: int = 16
+    """steps the start moves earlier each time"""
+    swarm_share: float = 0.0
+    """share of episodes that start at the best progress level any env has reached"""
+    max_episode_steps: int = 4096
+
+
+def read_trajectory(path: str) -> bytes:
+    """The winning actions; refuse a missing, empty, oversized or out-of-range file."""
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(
+            f"curriculum trajectory {path}: no such file; run `koholint explore` first"
+        )
+    actions = file.read_bytes()
+    if not 0 < len(actions) <= MAX_TRAJECTORY_BYTES:
+        raise ValueError(
+            f"curriculum trajectory {path}: {len(actions)} actions, expected 1..{MAX_TRAJECTORY_BYTES}"
+        )
+    if max(actions) > 8:
+        raise ValueError(f"curriculum trajectory {path}: action {max(actions)} is not in 0..8")
+    return actions
+
+
+def build_curriculum(settings: CurriculumSettings) -> LocalCurriculum:
+    actions = read_trajectory(settings.trajectory)
+    demo = winning_demo(actions, every=settings.every)
+    return LocalCurriculum(
+        demo, len(actions), threshold=settings.threshold, window=settings.window,
+        move_by=settings.move_by, swarm_share=settings.swarm_share,
+        max_episode_steps=settings.max_episode_steps,
+    )  # fmt: skip
+
+
+@ray.remote(num_cpus=0)
+class CurriculumActor:
+    """The run's curriculum, shared by every env runner."""
+
+    def __init__(self, settings: CurriculumSettings) -> None:
+        self.curriculum = build_curriculum(settings)
+
+    def start(self, seed: int) -> Start:
+        return self.curriculum.start(seed)
+
+    def report(self, step: int, won: bool) -> None:
+        self.curriculum.report(step, won)
+
+    def offer(self, level: int, state: bytes) -> None:
+        self.curriculum.offer(level, state)
+
+    def swarm_level(self) -> int:
+        return self.curriculum.swarm_level()
+
+    def position(self) -> dict[str, Any]:
+        """For progress lines: the demo step episodes start from, and the success there."""
+        curriculum = self.curriculum
+        return {
+            "start_step": curriculum.start_step, "demo_length": curriculum.demo_length,
+            "success_rate": curriculum.success_rate(), "moves": len(curriculum.moves),
+            "swarm_level": curriculum.swarm_level(),
+        }  # fmt: skip
+
+
+class RayCurriculumSource:
+    """CurriculumSource over the CurriculumActor: reports and offers are sent without waiting."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def start(self, seed: int) -> Start:
+        return ray.get(self.actor.start.remote(seed))  # type: ignore[no-any-return]
+
+    def report(self, step: int, won: bool) -> None:
+        self.actor.report.remote(step, won)
+
+    def offer(self, level: int, state: bytes) -> None:
+        self.actor.offer.remote(level, state)
+
+    def swarm_level(self) -> int:
+        return ray.get(self.actor.swarm_level.remote())  # type: ignore[no-any-return]
