@@ -80,3 +80,27 @@ def winning_demo(
         return demo_states(actions, env, every=every)
     finally:
         env.close()
+
+
+def trajectory_gif(
+    actions: bytes, path: Path, *, every: int = 3, start_state: str | None = "start_of_play"
+) -> int:
+    """Replay `actions` with rendering and write every `every`-th screen as an animated GIF
+    (played at twice the game's speed). Returns the number of frames written."""
+    from PIL import Image
+
+    env = exploration_env(start_state=start_state, max_episode_steps=len(actions) + 1)
+    zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
+    try:
+        env.reset(seed=0)
+        frames = []
+        for index, action in enumerate(actions):
+            env.step(action)
+            if index % every == 0 or index == len(actions) - 1:
+                frames.append(Image.fromarray(zelda.gameboy.render_now()).quantize(colors=16))
+    finally:
+        env.close()
+    milliseconds = round(1000 * every * zelda.config.frame_skip / 60 / 2)
+    frames[0].save(Path(path), save_all=True, append_images=frames[1:], duration=milliseconds,
+                   loop=0, optimize=True)  # fmt: skip
+    return len(frames)
