@@ -58,6 +58,10 @@ class RunStatus(BaseModel):
     reached: dict[str, float] = Field(default_factory=dict)
     """per milestone (sword, puzzle, dungeon, key, instrument): the highest share of
     episodes (100-episode window) that had reached it"""
+    reward_model: str | None = None
+    """the reward-model version the envs shape their new episodes with (null: none yet)"""
+    shaped_steps: dict[str, int] = Field(default_factory=dict)
+    """env steps shaped by each reward-model version, counted since the run (re)started"""
 
 
 class RunList(BaseModel):

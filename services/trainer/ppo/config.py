@@ -187,6 +187,17 @@ class TrainConfig(BaseModel):
     planner: Literal["off", "rules", "local", "llm-d", "http"] = "off"
     """hybrid control in dialog and puzzle: off, rules, local, llm-d (in-process backends,
     at the deployment's planner_url) or http (the planner service at planner_url)"""
+    reward_model: str = Field("", pattern=r"^(|latest|rm-[0-9]{8}-[0-9]{6}-[0-9a-f]{6})$")
+    """reward-model shaping: empty = off, latest = each newly published version (loaded
+    between iterations, used from each env's next episode), or one version (rm-...)"""
+    shaping_scale: float = Field(0.1, ge=0, le=100)
+    """Phi = scale * R_phi (normalised by its training std); F = gamma * Phi(s') - Phi(s)"""
+    sil_weight: float = Field(0.0, ge=0, le=100)
+    """self-imitation loss weight in the PPO learner (0 = off)"""
+    sil_capacity: int = Field(16, ge=1, le=100_000)
+    """self-imitation: the K best segments (by return) kept"""
+    sil_period: int = Field(1, ge=1, le=1000)
+    """self-imitation: add its loss every this many learner updates"""
 
     def fragment_length(self) -> int:
         """Steps per env per sample: the configured length, or the batch over all envs."""

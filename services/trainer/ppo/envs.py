@@ -27,6 +27,7 @@ from koholint.env.wrappers import (
     LocalArchiveSource,
     PlannerControlWrapper,
     SegmentRecorder,
+    ShapingWrapper,
 )
 from koholint.planning.backends import Backend, make_backend
 from koholint.planning.llm import TEXT_ROUTES
@@ -142,6 +143,8 @@ def wrap_train_env(
             RayArchiveSource(ray.get_actor(archive_actor)),
             restart_every=config.archive_restart_every,
         )
+    if config.reward_model:  # off until the driver hands over a version (trainer/ppo/shaping.py)
+        env = ShapingWrapper(env, gamma=config.gamma, scale=config.shaping_scale)
     if config.export_every_episodes:
         exporter = process_exporter(deployment.store_url, deployment.redis_url)
         env = SegmentRecorder(

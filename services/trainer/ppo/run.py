@@ -19,11 +19,13 @@ from typing import Any
 
 from koholint.env.export import EXPORT_COUNTS
 from koholint.env.zelda import MILESTONES
+from koholint.reward.model import RewardModelError
 from koholint.schemas.trainer import CheckpointRecord, RunStatus
 from koholint.store import ObjectStore, StoreError, open_store
 from trainer.ledger import CheckpointLedger, UnknownCheckpointError
 from trainer.ppo.config import Deployment, TrainConfig, TrainConfigError
 from trainer.ppo.ray_node import check_cluster, host_and_port, ray_for_run
+from trainer.ppo.shaping import ShapingDriver, check_reward_model
 
 logger = logging.getLogger("trainer.ppo.run")
 RUN_STATE_FILE = "koholint_run.json"
@@ -53,6 +55,7 @@ class TrainingRun:
         self._stop = threading.Event()
         self._store: ObjectStore | None = None
         self._resume: CheckpointRecord | None = None
+        self._shaping: ShapingDriver | None = None
 
     def stop(self) -> None:
         self._stop.set()
@@ -76,6 +79,10 @@ class TrainingRun:
                 self._resume = ledger.get(config.resume_from)
             except UnknownCheckpointError as error:
                 raise TrainConfigError(f"resume_from: {error}", "resume_from") from None
+        try:
+            check_reward_model(config.reward_model, self._store)
+        except RewardModelError as error:
+            raise TrainConfigError(f"reward_model: {error}", "reward_model") from None
         if config.planner in ("http", "llm-d") and not deployment.planner_url:
             raise TrainConfigError(
                 f"planner={config.planner} needs planner_url (KOHOLINT_TRAINER_PLANNER_URL)",
@@ -133,11 +140,21 @@ class TrainingRun:
         resumed_steps = 0
         if self._resume is not None:
             resumed_steps = self._restore(algo, store, self._resume, ledger, run_dir)
+        self._shaping = ShapingDriver(config.reward_model, store, redis_url=self.deployment.redis_url,
+                                      run=config.run) if config.reward_model else None  # fmt: skip
         self.status.state = "running"
         started, last_steps = time.perf_counter(), self.status.env_steps
         while not self._stop.is_set() and self.status.env_steps < config.total_env_steps:
+            if self._shaping:  # between iterations: a new version reaches the envs
+                self._shaping.before_iteration(algo)
             result = algo.train()
             self._update(result, archive)
+            if self._shaping:
+                report = self._shaping.after_iteration(algo)
+                self.status.reward_model, self.status.shaped_steps = (
+                    report.version,
+                    report.steps_by_version,
+                )
             elapsed = time.perf_counter() - started
             # Steps this process sampled: a resumed run's lifetime count starts at the checkpoint.
             sampled = self.status.env_steps - resumed_steps
@@ -216,6 +233,7 @@ class TrainingRun:
                     ("archive_cells", float(self.status.archive_cells)),
                 ) if value is not None
             }  # fmt: skip
+            metrics.update(self._shaping.metrics() if self._shaping else {})
             ledger.record(self.status.env_steps, Path(directory), metrics)
         ray.get(archive.save.remote())
         self.status.checkpoints = len(ledger.records)
@@ -254,6 +272,7 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
     from trainer.ppo import sampling
     from trainer.ppo.callbacks import KoholintCallbacks
     from trainer.ppo.envs import rllib_env_config
+    from trainer.ppo.sil import SilSettings, sil_training_settings
 
     env_config = rllib_env_config(config, deployment, archive_actor)
     return (
@@ -277,6 +296,18 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
             lr=config.learning_rate,
             gamma=config.gamma,
             entropy_coeff=config.entropy_coeff,
+        )  # fmt: skip
+        .training(
+            **sil_training_settings(
+                SilSettings(  # self-imitation, inside the learner
+                    weight=config.sil_weight,
+                    capacity=config.sil_capacity,
+                    period=config.sil_period,
+                    batch_size=config.minibatch_size,
+                    gamma=config.gamma,
+                    seed=config.seed,
+                )
+            )
         )  # fmt: skip
         .rl_module(
             rl_module_spec=RLModuleSpec(

@@ -15,8 +15,12 @@ from typing import Any
 
 import gymnasium as gym
 
+from koholint.bus import RedisBus
 from koholint.env.wrappers import RewardModelPotential, ShapingWrapper
-from koholint.reward.model import LoadedRewardModel
+from koholint.reward.features import encoder_version
+from koholint.reward.hotload import LATEST, RewardModelSource
+from koholint.reward.model import LoadedRewardModel, load_version
+from koholint.store import ObjectStore
 
 logger = logging.getLogger("trainer.ppo.shaping")
 
@@ -36,8 +40,11 @@ class ShapingReport:
 
 
 def shaping_wrappers(env: Any) -> list[ShapingWrapper]:
-    """Every ShapingWrapper in an env, a vector env (``.envs``) or a wrapper chain."""
+    """Every ShapingWrapper in an env, a vector env (``.envs``, under RLlib's vector
+    wrappers) or a wrapper chain."""
     found: list[ShapingWrapper] = []
+    if isinstance(env, gym.vector.VectorWrapper):
+        env = env.unwrapped
     for member in getattr(env, "envs", None) or [env]:
         layer = member
         while layer is not None:
@@ -87,3 +94,49 @@ def gather_counts(algo: Any, report: ShapingReport) -> ShapingReport:
         report.shaping_sum += total
         report.shaping_abs_sum += absolute
     return report
+
+
+class ShapingDriver:
+    """The driver's loop for shaping: before each iteration, a new version (if any) goes to
+    the envs; after it, the envs' counts come back. Never raises for a bad version: the
+    source logs and counts it and the previous model stays."""
+
+    def __init__(
+        self, choice: str, store: ObjectStore, *, redis_url: str = "", run: str = ""
+    ) -> None:
+        bus = None
+        if redis_url and choice == LATEST:
+            import redis
+
+            self._redis = redis.Redis.from_url(redis_url, socket_connect_timeout=3)
+            bus = RedisBus(self._redis)
+        self.source = RewardModelSource(store, choice=choice, bus=bus, group=f"trainer-{run}",
+                                        consumer=f"driver-{run}")  # fmt: skip
+        self.report = ShapingReport()
+
+    def before_iteration(self, algo: Any) -> None:
+        model = self.source.poll()
+        self.report.refused, self.report.last_error = self.source.failures, self.source.last_error
+        if model is None:
+            return
+        taken = broadcast_model(algo, model)
+        self.report.version = model.version
+        logger.info("reward model %s sent to %d envs (used from their next episode)",
+                    model.version, taken, extra={"event": "reward_model_loaded"})  # fmt: skip
+
+    def after_iteration(self, algo: Any) -> ShapingReport:
+        return gather_counts(algo, self.report)
+
+    def metrics(self) -> dict[str, float]:
+        """For the ledger: steps per version (``shaped_steps.<version>``) and the sums of F."""
+        report = self.report
+        metrics = {f"shaped_steps.{v}": float(n) for v, n in report.steps_by_version.items()}
+        metrics.update(shaping_sum=report.shaping_sum, shaping_abs_sum=report.shaping_abs_sum)
+        return metrics
+
+
+def check_reward_model(choice: str, store: ObjectStore) -> None:
+    """Preflight: a fixed version must load and match the env's encoder (RewardModelError
+    names the fix); 'latest' may not exist yet."""
+    if choice and choice != LATEST:
+        load_version(store, choice, expected_encoder=encoder_version())

@@ -61,6 +61,8 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "run": ("from-env", "from-flag", "from-flag"),
         "resume_from": ("a-step000000000001", "b-step000000000002", "b-step000000000002"),
         "planner": ("rules", "local", "local"),
+        "reward_model": ("latest", "rm-20261123-000000-abcdef", "rm-20261123-000000-abcdef"),
+        "sil_weight": ("0.5", "0.25", 0.25),
         "hidden_sizes": ("[32]", ["16", "8"], [16, 8]),
         "start_state": ("title", "before_npc", "before_npc"),
         "reward_mode": ("sparse", "progress", "progress"),

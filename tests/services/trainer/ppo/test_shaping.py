@@ -3,10 +3,12 @@ and the counts of what it shaped come back."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from koholint.env.vector import make_vector_env
 from koholint.env.wrappers import ShapingWrapper
@@ -41,3 +43,57 @@ def test_an_env_without_shaping_has_no_wrappers():
     assert give_potential(envs, random_reward_model()) == 0
     assert ShapingReport().steps_by_version == {}
     envs.close()
+
+
+TINY = {
+    "total_env_steps": 1024, "num_env_runners": 0, "envs_per_env_runner": 2, "train_batch_size": 256,
+    "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128, "env": {"max_episode_steps": 96},
+    "export_every_episodes": 0, "checkpoint_every_iterations": 1, "archive_restart_every": 0,
+    "curiosity_weight": 0.0, "reward_model": "latest", "shaping_scale": 0.5,
+}  # fmt: skip
+
+
+def test_a_fixed_version_of_another_encoder_is_refused_before_any_work(tmp_path: Path):
+    from reward_versions import make_version
+
+    from koholint.store import LocalStore
+    from trainer.ppo.config import Deployment, TrainConfigError, resolve
+    from trainer.ppo.run import TrainingRun
+
+    store = LocalStore(tmp_path / "store")
+    card = make_version(store)
+    stored = card.model_copy(update={"encoder_version": "obs128-000000000000"})
+    store.put(f"reward-models/{card.version}/model.json", stored.model_dump_json().encode())
+    config = resolve({**TINY, "reward_model": card.version}, {})
+    run = TrainingRun(config, Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path)))
+    with pytest.raises(TrainConfigError, match="reward_model: .*retrain the reward model"):
+        run.preflight()
+
+
+@pytest.mark.slow  # ~1 minute: a real PPO run on Ray
+def test_a_real_trainer_hot_loads_a_version_published_between_iterations(tmp_path: Path):
+    from reward_versions import make_version
+
+    from koholint.store import LocalStore
+    from trainer.ppo.config import Deployment, resolve
+    from trainer.ppo.run import TrainingRun
+
+    store = LocalStore(tmp_path / "store")
+    published: list[str] = []
+    shaped_after: list[dict[str, int]] = []
+
+    def between_iterations(status) -> None:
+        shaped_after.append(dict(status.shaped_steps))
+        if status.iterations == 1:  # a version appears while the run trains
+            published.append(make_version(store, seed=3).version)
+
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    status = TrainingRun(resolve({**TINY, "run": "hot"}, {}), deployment).run(between_iterations)
+    assert status.state == "finished"
+    assert shaped_after[0] == {}  # nothing published yet: no shaping
+    assert status.reward_model == published[0]
+    assert status.shaped_steps[published[0]] > 0
+    # Loaded after 128 steps per env, 32 into the second 96-step episode: used from step 192.
+    assert status.shaped_steps[published[0]] == 2 * (512 - 192)
+    ledger = json.loads(store.get("checkpoints/hot/ledger.json"))
+    assert ledger["checkpoints"][-1]["metrics"][f"shaped_steps.{published[0]}"] > 0
