@@ -52,13 +52,13 @@ class LoadedSegment:
 
 def parse_prefix(prefix: str) -> SegmentRef:
     """episodes/<run>/<episode>/<segment> -> its parts; anything else is foreign."""
-    match = PREFIX_PATTERN.match(prefix.strip("/"))
+    match = PREFIX_PATTERN.fullmatch(prefix)
     if match is None:
         raise SegmentRejectedError(
             f"{prefix!r} is not a segment prefix (episodes/<run>/<episode>/<segment>)"
         )
     run, episode, index = match.groups()
-    return SegmentRef(prefix.strip("/"), run, episode, int(index))
+    return SegmentRef(prefix, run, episode, int(index))
 
 
 def load_segment(

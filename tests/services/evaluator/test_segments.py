@@ -53,7 +53,9 @@ def test_a_manifest_of_another_segment_is_refused(local_store: LocalStore):
         load_segment(local_store, second)
 
 
-@pytest.mark.parametrize("prefix", ["scores/run/x", "episodes/run/e", "episodes/../e/1", ""])
+@pytest.mark.parametrize(
+    "prefix", ["scores/run/x", "episodes/run/e", "episodes/../e/1", "", "episodes/r/e/00001/"]
+)
 def test_foreign_prefixes_are_refused(prefix: str):
     with pytest.raises(SegmentRejectedError, match="not a segment prefix"):
         parse_prefix(prefix)
