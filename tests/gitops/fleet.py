@@ -74,8 +74,10 @@ def _planner(tmp: Path, env_sim_url: str = "", llm_url: str = "") -> FastAPI:
     from planner.app import create_app
     from planner.config import Settings
 
-    backend = {"backend": "local", "llm_base_url": llm_url} if llm_url else {}
-    return create_app(Settings(env_sim_url=env_sim_url or "http://127.0.0.1:9", **backend))
+    values = {"env_sim_url": env_sim_url or "http://127.0.0.1:9"}
+    if llm_url:  # the local backend: llm-local answers the LLM routes
+        values |= {"backend": "local", "llm_base_url": llm_url}
+    return create_app(Settings.model_validate(values))
 
 
 def _trainer(tmp: Path) -> FastAPI:

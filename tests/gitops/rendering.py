@@ -107,8 +107,8 @@ def containers(template: Manifest) -> list[Manifest]:
 
 
 def crd_schema_path(manifest: Manifest) -> Path:
-    group, _, version = manifest["apiVersion"].rpartition("/")
-    return schemas_dir() / group / f"{manifest['kind'].lower()}_{version}.json"
+    group, _, version = str(manifest["apiVersion"]).rpartition("/")
+    return schemas_dir() / group / f"{str(manifest['kind']).lower()}_{version}.json"
 
 
 def schema_errors(manifest: Manifest, path: Path) -> list[str]:

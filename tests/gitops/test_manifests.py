@@ -55,7 +55,7 @@ SECRET_LIKE = re.compile(r"KEY|SECRET|PASSWORD|TOKEN", re.IGNORECASE)
 
 
 def api_group(manifest: Manifest) -> str:
-    return manifest["apiVersion"].rpartition("/")[0]
+    return str(manifest["apiVersion"]).rpartition("/")[0]
 
 
 def is_custom(manifest: Manifest) -> bool:
@@ -299,7 +299,8 @@ def tensor_parallel(service: Manifest) -> int:
 
 def worker_groups(manifest: Manifest) -> list[dict[str, Any]]:
     spec = manifest["spec"]
-    return (spec["rayClusterSpec"] if manifest["kind"] == "RayJob" else spec)["workerGroupSpecs"]
+    cluster = spec["rayClusterSpec"] if manifest["kind"] == "RayJob" else spec
+    return list(cluster["workerGroupSpecs"])
 
 
 @pytest.mark.parametrize("environment", ENVIRONMENTS)
@@ -324,7 +325,7 @@ def test_overlays_differ_as_designed(environment: str) -> None:
 
 
 def trainer_config_name(manifests: list[Manifest]) -> str:
-    names = [m["metadata"]["name"] for m in manifests if m["kind"] == "ConfigMap"]
+    names = [str(m["metadata"]["name"]) for m in manifests if m["kind"] == "ConfigMap"]
     return next(name for name in names if name.startswith("trainer-config"))
 
 
@@ -434,7 +435,7 @@ def test_endpoint_pickers_score_prefix_cache_and_keep_sessions() -> None:
 
 
 def epp_config_name() -> str:
-    names = [m["metadata"]["name"] for m in render(BASE) if m["kind"] == "ConfigMap"]
+    names = [str(m["metadata"]["name"]) for m in render(BASE) if m["kind"] == "ConfigMap"]
     return next(name for name in names if name.startswith("epp-config"))
 
 
