@@ -13,6 +13,8 @@ import os
 import secrets
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -97,6 +99,7 @@ def ray_for_run(address: str, run_dir: Path, cpus: int) -> Iterator[None]:
         return
     confine_local_ray(run_dir)
     session_root = _short_temp_dir(run_dir)
+    reaper = start_reaper()
     try:
         ray.init(
             address="local",  # never a RAY_ADDRESS from the environment: the operator said local
@@ -108,10 +111,84 @@ def ray_for_run(address: str, run_dir: Path, cpus: int) -> Iterator[None]:
             _node_ip_address=LOOPBACK,
             _temp_dir=str(session_root),
         )
+        node = ray._private.worker._global_node
+        if node is not None:
+            tell_reaper(reaper, node.node_id, Path(node.get_session_dir_path()).name)
         yield
     finally:
         ray.shutdown()
+        stop_reaper(reaper)
         _remove_link(session_root)
+
+
+# The reaper: Ray ends its node's processes when the driver ends, or dies, except the two
+# agents the raylet starts (dashboard agent, runtime-env agent), which outlive a killed driver.
+# A small process, in its own session (so Ctrl-C does not end it first), waits until the
+# driver's end closes its stdin, then ends whatever still belongs to the node: processes whose
+# command line names the session, carry the node's RAY_NODE_ID, or hold its files open.
+REAPER = """
+import os, signal, sys, time
+driver = os.getppid()
+line = sys.stdin.readline().split()
+sys.stdin.read()
+if len(line) != 2:
+    sys.exit(0)
+node_id, session = line[0].encode(), line[1].encode()
+
+def belongs(pid):
+    if pid in (driver, os.getpid()):
+        return False
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as file:
+            if session in file.read():
+                return True
+        with open(f"/proc/{pid}/environ", "rb") as file:
+            if b"RAY_NODE_ID=" + node_id in file.read():
+                return True
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            if session in os.readlink(f"/proc/{pid}/fd/{fd}").encode():
+                return True
+        return False
+    except OSError:
+        return False
+
+for sig, pause in ((signal.SIGTERM, 2.0), (signal.SIGKILL, 0.0)):
+    left = [int(p) for p in os.listdir("/proc") if p.isdigit() and belongs(int(p))]
+    for pid in left:
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+    if not left:
+        break
+    time.sleep(pause)
+"""
+
+
+def start_reaper() -> subprocess.Popen[bytes] | None:
+    if not Path("/proc/self/environ").exists():  # Linux only; elsewhere Ray's own cleanup
+        return None
+    return subprocess.Popen(
+        [sys.executable, "-c", REAPER], stdin=subprocess.PIPE, start_new_session=True
+    )
+
+
+def tell_reaper(reaper: subprocess.Popen[bytes] | None, node_id: str, session: str) -> None:
+    if reaper is not None and reaper.stdin is not None:
+        reaper.stdin.write(f"{node_id} {session}\n".encode())
+        reaper.stdin.flush()
+
+
+def stop_reaper(reaper: subprocess.Popen[bytes] | None) -> None:
+    """After ray.shutdown(): the sweep ends what Ray left, and the reaper exits."""
+    if reaper is None:
+        return
+    if reaper.stdin is not None:
+        reaper.stdin.close()
+    try:
+        reaper.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        reaper.kill()
 
 
 def single_node(enabled: bool) -> None:

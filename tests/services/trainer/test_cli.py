@@ -77,3 +77,30 @@ def test_train_prints_only_its_own_output_and_leaves_nothing_behind(tmp_path: Pa
             break
         time.sleep(0.2)
     assert not processes_mentioning(session.name)
+
+
+@pytest.mark.slow
+def test_a_killed_driver_leaves_no_ray_process(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    command = [KOHOLINT, "train", "--run", "killed", "--steps", "100000", "--workers", "1", "--envs", "1",
+               "--store", str(tmp_path / "store"), "--run-dir", str(tmp_path / "runs")]  # fmt: skip
+    driver = subprocess.Popen(
+        command,
+        env={**os.environ, "HOME": str(home)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        assert driver.stdout is not None
+        assert driver.stdout.read(2) == b"\r["  # training: Ray and its agents are up
+        [session] = (tmp_path / "runs" / "killed" / "ray").glob("session_2*")
+        assert processes_mentioning(session.name)
+    finally:
+        driver.kill()  # SIGKILL: no cleanup of its own
+        driver.wait()
+    for _ in range(100):
+        if not processes_mentioning(session.name):
+            break
+        time.sleep(0.2)
+    assert not processes_mentioning(session.name)

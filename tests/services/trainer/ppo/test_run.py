@@ -53,17 +53,21 @@ def listening_addresses(pids: set[int]) -> set[tuple[str, int]]:
 
 
 def processes_mentioning(text: str) -> set[int]:
-    """Live processes whose command line contains `text` (Ray's name its session folder)."""
+    """Live processes whose command line, or one of whose open files, names `text` (Ray's
+    session folder: its agents rename their command lines but keep its log files open)."""
     pids = set()
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
+        if not entry.isdigit() or int(entry) == os.getpid():
             continue
         try:
             command = Path(f"/proc/{entry}/cmdline").read_bytes()
             state = Path(f"/proc/{entry}/stat").read_text().split(") ")[-1][0]
+            files = [
+                os.readlink(f"/proc/{entry}/fd/{fd}") for fd in os.listdir(f"/proc/{entry}/fd")
+            ]
         except OSError:
             continue
-        if text.encode() in command and state != "Z":
+        if state != "Z" and (text.encode() in command or any(text in name for name in files)):
             pids.add(int(entry))
     return pids
 
