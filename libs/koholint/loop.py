@@ -89,8 +89,9 @@ def run_stage(plan: LoopPlan, stage: str, command: list[str], ok: tuple[int, ...
 
 
 def train_burst(plan: LoopPlan, burst: int, resume: str, version: str) -> None:
+    # The trainer counts steps across resumes: burst b ends at b * steps_per_burst.
     command = koholint(
-        "train", "--run", plan.run_name(burst), "--steps", str(plan.steps_per_burst),
+        "train", "--run", plan.run_name(burst), "--steps", str(burst * plan.steps_per_burst),
         "--store", plan.store_url, "--run-dir", plan.run_dir, "--seed", str(plan.seed),
         "--export-every-episodes", "1", *plan.train_flags,
     )  # fmt: skip
