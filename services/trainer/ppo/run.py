@@ -74,10 +74,10 @@ class TrainingRun:
                 "store_url",
             ) from error
         if config.resume_from:
-            ledger = CheckpointLedger(self._store, checkpoint_owner(config.resume_from))
             try:
+                ledger = CheckpointLedger(self._store, checkpoint_owner(config.resume_from))
                 self._resume = ledger.get(config.resume_from)
-            except UnknownCheckpointError as error:
+            except (UnknownCheckpointError, StoreError) as error:
                 raise TrainConfigError(f"resume_from: {error}", "resume_from") from None
         try:
             check_reward_model(config.reward_model, self._store)
