@@ -17,6 +17,9 @@ class Settings(BaseSettings):
     redis_url: str = Field("", description="Redis holding koholint.positions; empty = no live map")
     positions_stream: str = Field(STREAM_POSITIONS, min_length=1, max_length=200)
     trainer_url: str = Field("", description="the trainer service; empty = not deployed")
+    trainer_token: SecretStr = Field(
+        SecretStr(""), description="the trainer's run-control token (KOHOLINT_TRAINER_TOKEN)"
+    )
     env_sim_url: str = Field("", description="env-sim; empty = not deployed")
     planner_url: str = Field("", description="the planner; empty = not deployed")
     evaluator_url: str = Field("", description="the evaluator (judges); empty = not deployed")

@@ -37,7 +37,12 @@ class Fleet:
         self.http = httpx.AsyncClient(timeout=timeout, transport=transport)
         trainer_url = self.urls["trainer"]
         self.trainer = (
-            AsyncTrainerClient(trainer_url, timeout=timeout, transport=transport)
+            AsyncTrainerClient(
+                trainer_url,
+                token=settings.trainer_token.get_secret_value(),
+                timeout=timeout,
+                transport=transport,
+            )  # fmt: skip
             if trainer_url
             else None
         )

@@ -33,10 +33,13 @@ class AsyncTrainerClient:
         self,
         base_url: str,
         *,
+        token: str = "",
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.http = httpx.AsyncClient(base_url=base_url, timeout=timeout, transport=transport)
+        # Run control needs the trainer's token when it listens beyond loopback.
+        self._control = {"Authorization": f"Bearer {token}"} if token else {}
 
     async def aclose(self) -> None:
         await self.http.aclose()
@@ -52,10 +55,12 @@ class AsyncTrainerClient:
 
     async def start_run(self, settings: dict[str, Any]) -> dict[str, Any]:
         """Start a run with TrainConfig fields (409 while another is active, 422 on bad fields)."""
-        return _check(await self.http.post("/v1/runs", json=settings)).json()  # type: ignore[no-any-return]
+        response = await self.http.post("/v1/runs", json=settings, headers=self._control)
+        return _check(response).json()  # type: ignore[no-any-return]
 
     async def stop_run(self, run: str) -> dict[str, Any]:
-        return _check(await self.http.post(_run_path(run) + "/stop")).json()  # type: ignore[no-any-return]
+        response = await self.http.post(_run_path(run) + "/stop", headers=self._control)
+        return _check(response).json()  # type: ignore[no-any-return]
 
     async def checkpoints(self, run: str | None = None) -> dict[str, Any]:
         params = {"run": run} if run else {}
@@ -64,3 +69,12 @@ class AsyncTrainerClient:
     async def best_checkpoint(self, metric: str, run: str | None = None) -> dict[str, Any]:
         params = {"metric": metric, **({"run": run} if run else {})}
         return _check(await self.http.get("/v1/checkpoints/best", params=params)).json()  # type: ignore[no-any-return]
+
+    async def config_schema(self) -> dict[str, Any]:
+        """The JSON Schema of POST /v1/runs's body (TrainConfig), from the trainer's OpenAPI."""
+        spec = _check(await self.http.get("/openapi.json")).json()
+        body = spec["paths"]["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]
+        reference = body["schema"].get("$ref", "")
+        if reference.startswith("#/components/schemas/"):
+            return spec["components"]["schemas"][reference.rsplit("/", 1)[1]]  # type: ignore[no-any-return]
+        return body["schema"]  # type: ignore[no-any-return]

@@ -22,6 +22,12 @@ async def list_runs(fleet: FleetDep) -> dict[str, Any]:
     return {"runs": await fleet.require_trainer().list_runs()}
 
 
+@router.get("/v1/train-config/schema", responses=problem_responses(503))
+async def get_train_config_schema(fleet: FleetDep) -> dict[str, Any]:
+    """The JSON Schema of a run's settings, from the trainer (the page builds its form from it)."""
+    return await fleet.require_trainer().config_schema()
+
+
 @router.post(
     "/v1/runs", status_code=201, dependencies=[ControlDep],
     responses=problem_responses(401, 409, 422, 503),

@@ -44,15 +44,18 @@ function envIdOf(e) { return `${e.source}/${e.run}/${e.env}`; }
 
 function addRoom(indoor, map, room, imageUrl) {
   const key = `${indoor}-${map}-${room}`;
-  if (world.rooms.has(key)) return;
-  const entry = {indoor, map, room, image: null};
+  const known = world.rooms.get(key);
+  if (known && (known.image || !imageUrl)) return;  // an agent's room may get its image later
+  const entry = known || {indoor, map, room, image: null};
   if (imageUrl) {
     const image = new Image();
     image.onload = () => { entry.image = image; world.dirty = true; };
     image.src = imageUrl;
   }
-  world.rooms.set(key, entry);
-  relayout();
+  if (!known) {
+    world.rooms.set(key, entry);
+    relayout();
+  }
 }
 
 // Overworld rooms sit 16 to a row (LADX's numbering), indoor rooms 8 to a row per map;
@@ -363,18 +366,58 @@ async function stopRun(name) {
   refreshRuns();
 }
 
-$("#run-form").addEventListener("submit", async (e) => {
-  e.preventDefault();
-  const form = new FormData(e.target);
-  let settings;
-  try { settings = JSON.parse(form.get("extra") || "{}"); } catch (error) {
-    $("#run-error").textContent = `more fields: not JSON (${error.message})`;
+// The start form is built from the trainer's own schema of a run's settings (TrainConfig);
+// only fields changed from their defaults are sent, so the trainer's environment still applies.
+let configSchema = null;
+
+async function buildRunForm() {
+  try { configSchema = await getJson("/v1/train-config/schema"); } catch (error) {
+    $("#run-fields").textContent = `the trainer's settings: ${error.message}`;
     return;
   }
-  for (const name of ["total_env_steps", "num_env_runners", "envs_per_env_runner", "episode_length"]) {
-    if (form.get(name) !== "") settings[name] = Number(form.get(name));
+  $("#run-fields").replaceChildren(...Object.entries(configSchema.properties).map(([name, field]) => {
+    const label = document.createElement("label");
+    label.title = field.description || "";
+    const input = document.createElement("input");
+    input.name = name;
+    const type = field.type || (field.anyOf || []).map((t) => t.type).find((t) => t !== "null");
+    if (type === "boolean") { input.type = "checkbox"; input.checked = Boolean(field.default); }
+    else if (type === "integer" || type === "number") {
+      input.type = "number";
+      input.step = type === "integer" ? "1" : "any";
+      if (field.minimum !== undefined) input.min = field.minimum;
+      if (field.maximum !== undefined) input.max = field.maximum;
+      input.value = field.default ?? "";
+    } else if (type === "array" || type === "object") { input.value = JSON.stringify(field.default ?? null); input.dataset.json = "1"; }
+    else input.value = field.default ?? "";
+    input.dataset.type = type || "string";
+    label.append(name, input);
+    return label;
+  }));
+}
+
+function runSettings() {
+  const settings = {};
+  for (const input of $("#run-fields").querySelectorAll("input")) {
+    const field = configSchema.properties[input.name];
+    let value = input.value;
+    if (input.type === "checkbox") value = input.checked;
+    else if (input.dataset.json) value = JSON.parse(value);
+    else if (input.type === "number") value = value === "" ? null : Number(value);
+    const fallback = input.type === "number" || input.dataset.json ? null : "";
+    if (JSON.stringify(value) !== JSON.stringify(field.default ?? fallback)) settings[input.name] = value;
   }
-  if (form.get("run")) settings.run = form.get("run");
+  return settings;
+}
+
+$("#run-form").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (!configSchema) return;
+  let settings;
+  try { settings = runSettings(); } catch (error) {
+    $("#run-error").textContent = `settings: ${error.message}`;
+    return;
+  }
   try {
     const run = await getJson("/v1/runs", {method: "POST", body: JSON.stringify(settings),
       headers: {"Content-Type": "application/json", ...controlHeaders()}});
@@ -451,6 +494,7 @@ async function refreshFleet() {
 // -- start ---------------------------------------------------------------------------
 window.koholint = {dots, world, watch};
 loadMap();
+buildRunForm();
 connectStream();
 refreshRuns();
 refreshFleet();
