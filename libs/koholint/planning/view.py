@@ -7,9 +7,9 @@ the same code reads a local GameBoy and an env-sim session.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from koholint.game.emulator import Emulator
 from koholint.game.navigation import Metatile
@@ -23,6 +23,7 @@ from koholint.game.ram import (
     RoomFlag,
 )
 from koholint.game.state import GameState, RawState, count_visited_rooms
+from koholint.schemas.fields import number_not_text
 
 Tiles = tuple[tuple[int, ...], ...]
 # Everything RawState, the room tiles and the visited-room count read: link/dialog/entity
@@ -103,13 +104,20 @@ def read_view(emulator: Emulator) -> View:
     return View(raw=RawState(memory), tiles=room_tiles(memory), memory=memory)
 
 
+# The shape in the schema too, so that the planner's OpenAPI spec states it.
+TileRow = Annotated[
+    list[Annotated[int, Field(ge=0, le=255), BeforeValidator(number_not_text)]],
+    Field(min_length=ROOM_WIDTH, max_length=ROOM_WIDTH),
+]
+
+
 class Situation(BaseModel):
     """What a decision is made from: the structured state and the room's tiles (8 x 10)."""
 
     model_config = ConfigDict(extra="forbid")
 
     state: GameState
-    tiles: list[list[int]] = Field(
+    tiles: list[TileRow] = Field(
         min_length=ROOM_HEIGHT,
         max_length=ROOM_HEIGHT,
         description="wRoomObjects metatile ids, 8 rows of 10 (koholint.game.navigation.Metatile)",

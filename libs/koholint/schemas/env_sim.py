@@ -9,7 +9,7 @@ limits come from ``koholint.env.zelda``, where they are defined once.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
@@ -22,9 +22,10 @@ from koholint.env.zelda import (
 )
 from koholint.game.state import GameState
 from koholint.game.states import STATE_NAMES
+from koholint.schemas.fields import JsonFloat, JsonInt, Seed, number_not_text
 
 ENV_SIM_SCHEMA_VERSION = 1
-MAX_SEED = 2**31 - 1
+
 CARTRIDGE_ROM_ID = "cartridge"
 STATE_ID_PATTERN = r"^[0-9a-f]{32}$"
 ROM_ID_PATTERN = r"^(cartridge|[0-9a-f]{64})$"
@@ -37,23 +38,12 @@ ADDRESS_SPACE = 0x10000
 MAX_MEMORY_READ = 4096
 
 
-def _number_not_text(value: Any) -> Any:
-    """JSON numbers only: pydantic's lax mode would take "1" and true as 1."""
-    if isinstance(value, str | bool):
-        raise ValueError(f"expected a JSON number, got {type(value).__name__}")
-    return value
-
-
-JsonInt = Annotated[int, BeforeValidator(_number_not_text)]
-"""An integer as JSON Schema has it: 1 or 1.0, never "1" or true."""
-JsonFloat = Annotated[float, BeforeValidator(_number_not_text)]
-Seed = Annotated[int, Field(ge=0, le=MAX_SEED), BeforeValidator(_number_not_text)]
-CartridgeSeed = Annotated[int, Field(ge=0, le=255), BeforeValidator(_number_not_text)]
+CartridgeSeed = Annotated[int, Field(ge=0, le=255), BeforeValidator(number_not_text)]
 # Constraints before the validator, so that pydantic writes them into the schema as limits.
 ActionId = Annotated[
     int,
     Field(ge=0, le=LAST_ACTION, description="koholint.env.zelda.Action"),
-    BeforeValidator(_number_not_text),
+    BeforeValidator(number_not_text),
 ]
 if TYPE_CHECKING:
     RewardMode = str
@@ -87,7 +77,7 @@ class SessionSettings(_Request):
         pattern=STATE_ID_PATTERN,
         description="a state saved with POST .../save; overrides start_state",
     )
-    seed: JsonInt = Field(0, ge=0, le=MAX_SEED)
+    seed: Seed = 0
     frame_skip: JsonInt = Field(4, ge=1, le=MAX_FRAME_SKIP)
     sticky_action_probability: JsonFloat = Field(0.0, ge=0.0, lt=1.0)
     latch_steps: JsonInt = Field(1, ge=1, le=MAX_LATCH_STEPS)

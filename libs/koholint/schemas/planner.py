@@ -7,18 +7,23 @@ defined once for both sides.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from koholint.planning.view import Situation
+from koholint.schemas.fields import Seed, number_not_text
 
 PLANNER_SCHEMA_VERSION = 1
 SESSION_PATTERN = r"^[A-Za-z0-9_.-]{1,64}$"
 MAX_FRAME_BASE64 = 256 * 1024
 BASE64_PATTERN = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
-MAX_SEED = 2**31 - 1
 MAX_AUTOPILOT_MACROS = 10_000
 """Macros per autopilot run at most; a server may set a lower limit (its spec then says so)."""
 MAX_AUTOPILOT_FRAMES = 1_000_000
+
+
+Json = BeforeValidator(number_not_text)
 
 
 class DecideRequest(BaseModel):
@@ -34,7 +39,34 @@ class DecideRequest(BaseModel):
         None, max_length=MAX_FRAME_BASE64, pattern=BASE64_PATTERN,
         description="the screen as base64 PNG (for /vision)",
     )  # fmt: skip
-    seed: int = Field(0, ge=0, le=MAX_SEED)
+    seed: Seed = 0
+
+    @field_validator("situation", mode="before")
+    @classmethod
+    def json_typed(cls, value: Any) -> Any:
+        """The situation as JSON Schema types it: "3" or true for an integer is refused (the
+        state model is lax, as it is also read from RAM), an integral 3.0 is the integer 3."""
+        if not isinstance(value, dict):
+            return value
+        try:
+            return Situation.model_validate(integral_floats_as_ints(value), strict=True)
+        except ValidationError as error:
+            raise ValueError(_first_error(error)) from None
+
+
+def integral_floats_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: integral_floats_as_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [integral_floats_as_ints(item) for item in value]
+    return value
+
+
+def _first_error(error: ValidationError) -> str:
+    first = error.errors()[0]
+    return f"{'.'.join(str(part) for part in first['loc'])}: {first['msg']}"
 
 
 class AutopilotRequest(BaseModel):
@@ -42,6 +74,6 @@ class AutopilotRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    max_macros: int = Field(64, ge=1, le=MAX_AUTOPILOT_MACROS)
-    max_frames: int = Field(20_000, ge=1, le=MAX_AUTOPILOT_FRAMES)
-    seed: int = Field(0, ge=0, le=MAX_SEED)
+    max_macros: Annotated[int, Field(ge=1, le=MAX_AUTOPILOT_MACROS), Json] = 64
+    max_frames: Annotated[int, Field(ge=1, le=MAX_AUTOPILOT_FRAMES), Json] = 20_000
+    seed: Seed = 0

@@ -35,7 +35,11 @@ async def autopilot(
     return await run_in_threadpool(planner.autopilot, session_id, body or AutopilotRequest())
 
 
-@router.get("/llm-calls.jsonl", response_class=PlainTextResponse)
+@router.get(
+    "/llm-calls.jsonl",
+    response_class=PlainTextResponse,
+    responses={200: {"content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
+)
 async def llm_calls(planner: PlannerDep, outcome: str = "valid,repaired") -> PlainTextResponse:
     """Recorded language-model calls as chat-format JSONL (for fine-tuning the models)."""
     import json
