@@ -40,6 +40,9 @@ from koholint.planning.llm import (
 from koholint.schemas.evaluator import (
     JUDGE_ROUTES,
     JUDGES,
+    MAX_EVENT_CHARS,
+    MAX_EVENTS,
+    MAX_RATIONALE_CHARS,
     AbstainReason,
     JudgeResult,
     Label,
@@ -244,7 +247,7 @@ def rules_state_verdict(facts: SegmentFacts) -> Verdict:
     events = _events(facts)
     return Verdict(
         score=_clamp(score), label=label, events=events,
-        rationale=f"rules over RAM facts: {label}, {', '.join(events) or 'nothing happened'}"[:300],
+        rationale=f"rules over RAM facts: {label}, {', '.join(events) or 'nothing happened'}"[:MAX_RATIONALE_CHARS],
     )  # fmt: skip
 
 
@@ -265,7 +268,7 @@ def rules_progress_verdict(facts: SegmentFacts) -> Verdict:
         label = "exploring"
     return Verdict(
         score=_clamp(score), label=label, events=_events(facts),
-        rationale=f"rules over RAM facts: {milestones} milestone points toward the win"[:300],
+        rationale=f"rules over RAM facts: {milestones} milestone points toward the win"[:MAX_RATIONALE_CHARS],
     )  # fmt: skip
 
 
@@ -280,7 +283,7 @@ def _events(facts: SegmentFacts) -> list[str]:
             events.append(f"{count} {what}")
     if facts.instrument_taken:
         events.append("took the instrument")
-    return events[:16]
+    return [event[:MAX_EVENT_CHARS] for event in events[:MAX_EVENTS]]
 
 
 # -- the vote ---------------------------------------------------------------------

@@ -30,7 +30,9 @@ JUDGE_ROUTES: dict[str, str] = {"vision": "vision", "state": "state", "progress"
 """The gateway route each judge asks (the progress judge is the big reasoning model)."""
 SampleOutcome = Literal["valid", "repaired", "rejected", "unavailable", "circuit_open"]
 AbstainReason = Literal["rejected", "unavailable", "no_vision", "not_configured"]
-MAX_EVENTS = 16
+MAX_EVENTS = 8
+MAX_EVENT_CHARS = 60
+MAX_RATIONALE_CHARS = 200
 MAX_RECORDS_PER_EVENT = 256
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._\-]{0,127}"
 """A run or episode name: no leading dot, so never '..'."""
@@ -50,10 +52,11 @@ class Verdict(_Model):
 
     score: int = Field(ge=0, le=10, description="how good the segment was, 0 (worst) to 10")
     label: Label = Field(description="what the segment was")
-    events: list[str] = Field(
+    # Bounded lengths also bound what a grammar-constrained model may generate.
+    events: list[Annotated[str, StringConstraints(max_length=MAX_EVENT_CHARS)]] = Field(
         max_length=MAX_EVENTS, description="what the judge saw happen, a few words each"
     )
-    rationale: str = Field(max_length=300, description="one line: why this score")
+    rationale: str = Field(max_length=MAX_RATIONALE_CHARS, description="one line: why this score")
 
 
 class SampleAnswer(_Model):
