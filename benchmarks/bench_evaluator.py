@@ -87,14 +87,14 @@ def latency_p50(make: object, prefixes: list[str]) -> float:
     return statistics.median(latencies)
 
 
-def start_local_server() -> tuple[subprocess.Popen[bytes], str]:
+def start_local_server(threads: int) -> tuple[subprocess.Popen[bytes], str]:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
         [str(Path(sys.executable).with_name("koholint")), "serve", "llm-local", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env={**os.environ, "KOHOLINT_LLM_LOCAL_N_THREADS": "2"},
+        env={**os.environ, "KOHOLINT_LLM_LOCAL_N_THREADS": str(threads)},
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
@@ -140,6 +140,10 @@ def main() -> int:
     parser.add_argument("--local-samples", type=int, default=1, help="M for local")
     parser.add_argument("--episode-steps", type=int, default=1024)
     parser.add_argument("--local-url", default="", help="a running llm-local; default: start one")
+    # One thread: llama.cpp's spinning threads slow down many times over on a busy core.
+    parser.add_argument(
+        "--local-threads", type=int, default=1, help="llm-local's llama.cpp threads"
+    )
     args = parser.parse_args()
     store = LocalStore(tempfile.mkdtemp(prefix="bench-evaluator-"))
     prefixes, export_rate = make_segments(store, args.segments, args.episode_steps)
@@ -161,7 +165,7 @@ def main() -> int:
     process = None
     url = args.local_url
     if not url:
-        process, url = start_local_server()
+        process, url = start_local_server(args.local_threads)
     try:
         subset = prefixes[: args.local_segments]
 
