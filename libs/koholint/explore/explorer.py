@@ -27,6 +27,7 @@ from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from multiprocessing import get_context
+from multiprocessing.util import Finalize
 
 import numpy as np
 
@@ -299,6 +300,8 @@ _WORKER_RUNNER: Runner | None = None
 def _init_worker(config: ExploreConfig) -> None:
     global _WORKER_RUNNER
     _WORKER_RUNNER = _make_runner(config)
+    # Stop PyBoy before the worker's interpreter tears down (else it prints errors at exit).
+    Finalize(_WORKER_RUNNER, _WORKER_RUNNER.close, exitpriority=10)
 
 
 def _run_batch(tasks: list[RunTask], known: dict[Cell, int]) -> list[RunReport]:
