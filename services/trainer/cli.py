@@ -15,6 +15,22 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, get_origin
 
+# At import, not inside register(): an image without the trainer's dependencies then fails
+# to load this module, and the CLI lists `train` as not installed instead of failing.
+from pydantic._internal._docs_extraction import extract_docstrings_from_cls
+
+from koholint.env.zelda import EnvConfig
+from trainer.config import Settings
+from trainer.ppo.config import (
+    OPERATOR_ENV_SETTINGS,
+    TrainConfig,
+    TrainConfigError,
+    environment_variable,
+    parse_text,
+    resolve,
+    set_path,
+)
+
 SHORT_FLAGS = {
     "total_env_steps": "--steps",
     "num_env_runners": "--workers",
@@ -31,8 +47,6 @@ DEPLOYMENT = "deployment."
 
 def cmd_train(args: argparse.Namespace) -> int:
     """Train on embedded defaults; progress bar, summary, learning curve."""
-    from trainer.config import Settings
-    from trainer.ppo.config import TrainConfigError, resolve, set_path
     from trainer.ppo.run import TrainingRun
 
     run_flags: dict[str, Any] = {}
@@ -119,15 +133,6 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     """One flag per setting: the run's fields, the env's (--env-...), the deployment's."""
-    from koholint.env.zelda import EnvConfig
-    from trainer.config import Settings
-    from trainer.ppo.config import (
-        OPERATOR_ENV_SETTINGS,
-        TrainConfig,
-        environment_variable,
-        parse_text,
-    )
-
     run = parser.add_argument_group("run settings (also the body of POST /v1/runs)")
     for name, field in TrainConfig.model_fields.items():
         if name == "env":
@@ -169,8 +174,4 @@ def _add_flag(group: Any, path: str, dest: str, text: str, variable: str, defaul
 
 
 def _env_docs() -> dict[str, str]:
-    from pydantic._internal._docs_extraction import extract_docstrings_from_cls
-
-    from koholint.env.zelda import EnvConfig
-
     return extract_docstrings_from_cls(EnvConfig, use_inspect=True)

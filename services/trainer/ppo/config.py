@@ -44,7 +44,6 @@ ENVIRONMENT_ALIASES = {
     "BATCH_SIZE": "train_batch_size",
 }
 """The seed's variable names, kept (documented in docs/trainer.md); the prefixed name wins."""
-PLANNERS = ("off", "rules", "local", "llm-d", "http")
 MAX_ENV_STEPS = 10**10
 TRAIN_ENV_DEFAULTS: dict[str, Any] = {
     "sticky_action_probability": 0.25,
