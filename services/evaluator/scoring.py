@@ -17,11 +17,11 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import threading
 import time
 from collections import defaultdict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from evaluator.judges import (
@@ -42,7 +42,7 @@ from evaluator.segments import (
     load_segment,
     parse_prefix,
 )
-from koholint.bus import Bus
+from koholint.bus import STREAM_SCORES, Bus
 from koholint.schemas.evaluator import (
     JUDGE_ROUTES,
     JUDGES,
@@ -92,7 +92,7 @@ class JudgeConfig:
     def seeds(self) -> list[int]:
         return [self.seed + index for index in range(self.samples)]
 
-    @property
+    @cached_property
     def hash(self) -> str:
         document = {
             "backend": self.backend, "models": self.models, "seeds": self.seeds,
@@ -117,7 +117,7 @@ class Evaluator:
         samples: int = 3,
         seed: int = 0,
         in_flight_per_route: int = 4,
-        scores_stream: str = "koholint.scores",
+        scores_stream: str = STREAM_SCORES,
         max_key_frames: int = 6,
         max_steps: int = 4096,
         max_bytes: int = 64 * 1024 * 1024,
@@ -137,7 +137,6 @@ class Evaluator:
             route: ThreadPoolExecutor(in_flight_per_route, thread_name_prefix=f"judge-{route}")
             for route in set(JUDGE_ROUTES.values())
         }
-        self._lock = threading.Lock()
 
     def close(self) -> None:
         for pool in self._pools.values():
