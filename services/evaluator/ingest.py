@@ -96,8 +96,8 @@ class Ingestor:
         )
         if not messages:
             return False
+        self.last_error = None  # settle() records the reason when something is deferred
         report = self.settle(messages)
-        self.last_error = None
         return bool(report.by_outcome("deferred"))
 
     def settle(self, messages: list[Message]) -> BatchReport:
