@@ -35,6 +35,7 @@ EXTERNAL_METRICS = {
     "vllm:kv_cache_usage_perc",
     "vllm:time_to_first_token_seconds_bucket",
 }
+CONSOLE_MAP_CACHE = Path(__file__).resolve().parents[2] / ".pytest_cache" / "koholint-console-map"
 SUFFIXES = {
     "counter": ("_total", "_created"),
     "histogram": ("_bucket", "_sum", "_count", "_created"),
@@ -105,7 +106,9 @@ def _console(tmp: Path) -> FastAPI:
     from console.app import create_app
     from console.config import Settings
 
-    return create_app(Settings(map_cache_dir=str(tmp / "map")))
+    # The console renders the cartridge's rooms once per ROM (~15 s) into a cache keyed by the
+    # ROM's sha256, as it does when deployed: kept across test runs in pytest's cache folder.
+    return create_app(Settings(map_cache_dir=str(CONSOLE_MAP_CACHE)))
 
 
 def _llm_local(tmp: Path) -> FastAPI:

@@ -180,6 +180,7 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> set[str]:
     return names
 
 
+@pytest.mark.slow  # starts every service once (8-20 s: the console renders its map)
 def test_dashboards_and_alerts_use_only_exported_metrics(exported: set[str]) -> None:
     missing = missing_services()
     for where, expression in every_expression():
