@@ -113,13 +113,22 @@ class ShapingDriver:
         self.source = RewardModelSource(store, choice=choice, bus=bus, group=f"trainer-{run}",
                                         consumer=f"driver-{run}")  # fmt: skip
         self.report = ShapingReport()
+        self._send_failures = 0
 
     def before_iteration(self, algo: Any) -> None:
         model = self.source.poll()
-        self.report.refused, self.report.last_error = self.source.failures, self.source.last_error
+        self.report.refused = self.source.failures + self._send_failures
+        self.report.last_error = self.source.last_error or self.report.last_error
         if model is None:
             return
-        taken = broadcast_model(algo, model)
+        try:
+            taken = broadcast_model(algo, model)
+        except Exception as error:  # shaping never takes the trainer down; retried next time
+            self._send_failures += 1
+            self.report.last_error = f"sending {model.version} to the env runners failed: {error}"
+            logger.warning(self.report.last_error, extra={"event": "reward_model_refused"})
+            self.source.current = None
+            return
         self.report.version = model.version
         logger.info("reward model %s sent to %d envs (used from their next episode)",
                     model.version, taken, extra={"event": "reward_model_loaded"})  # fmt: skip
