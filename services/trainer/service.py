@@ -32,6 +32,7 @@ class Trainer:
         """every run this process started, oldest first; finished ones pruned (max_kept_runs)"""
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
 
     def active(self) -> TrainingRun | None:
         with self._lock:
@@ -43,6 +44,10 @@ class Trainer:
 
     def start(self, overrides: Mapping[str, Any]) -> TrainingRun:
         """Settings: defaults < the service's environment < `overrides` (the request body)."""
+        with self._starting:  # concurrent requests: one starts, the others see it active
+            return self._start(overrides)
+
+    def _start(self, overrides: Mapping[str, Any]) -> TrainingRun:
         running = self.active()
         if running is not None:
             raise ConflictError(

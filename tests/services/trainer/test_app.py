@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,7 +13,8 @@ import httpx
 import pytest
 from tests.services.trainer.ppo.test_run import TINY
 
-from koholint.web.problems import PROBLEM_JSON
+from koholint.store import LocalStore
+from koholint.web.problems import PROBLEM_JSON, ConflictError
 from trainer.app import create_app
 from trainer.config import Settings
 from trainer.ppo.config import resolve
@@ -210,6 +212,37 @@ def test_ended_runs_are_pruned_to_a_bound(tmp_path: Path):
     trainer.runs = {"live": active, **trainer.runs}
     trainer._prune()
     assert "live" in trainer.runs  # an active run is never pruned
+
+
+def test_concurrent_starts_start_one_run(tmp_path: Path, monkeypatch):
+    release = threading.Event()
+    monkeypatch.setattr(Trainer, "_run", staticmethod(lambda run: release.wait(30)))
+    trainer = Trainer(LocalStore(tmp_path / "store"), settings(tmp_path), environ={})
+    outcomes: list[str] = []
+
+    def start() -> None:
+        try:
+            outcomes.append(trainer.start({}).config.run)
+        except ConflictError:
+            outcomes.append("409")
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    release.set()
+    assert sorted(outcomes)[:2] == ["409", "409"]
+    assert len(trainer.runs) == 1
+
+
+@pytest.mark.parametrize("run", ["a b", "☃", "x" * 129])
+async def test_run_names_in_paths_are_validated(tmp_path: Path, run: str):
+    async with client_of(create_app(settings(tmp_path))) as http:
+        status = await http.get(f"/v1/runs/{run}")
+        stop = await http.post(f"/v1/runs/{run}/stop")
+    assert_problem(status, 422, "path.run")
+    assert_problem(stop, 422, "path.run")
 
 
 @pytest.mark.slow
