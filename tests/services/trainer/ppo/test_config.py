@@ -117,6 +117,12 @@ def test_a_flag_beats_the_environment_for_every_deployment_setting(name: str, mo
     assert getattr(Settings(**deployment).deployment(), name) == "from-flag"
 
 
+def test_run_and_service_settings_never_share_a_variable():
+    # Both read KOHOLINT_TRAINER_*: a run field named like a service setting would read the
+    # operator's value as a run's (or a request could set it).
+    assert not set(TrainConfig.model_fields) & set(Settings.model_fields)
+
+
 def test_ray_address_is_also_read_from_rays_own_variable(monkeypatch):
     monkeypatch.setenv("RAY_ADDRESS", "ray://head:10001")
     assert Settings().ray_address == "ray://head:10001"
