@@ -498,6 +498,19 @@ def test_argocd_syncs_each_overlay_automatically() -> None:
         }
         assert ("RayJob", "/spec/suspend") in ignored
         assert ("Job", "/spec/suspend") in ignored
+        replicas = {
+            d.get("name")
+            for d in spec["ignoreDifferences"]
+            if "/spec/replicas" in d["jsonPointers"]
+        }
+        autoscaled = {
+            m["spec"]["scaleTargetRef"]["name"]
+            for m in render(OVERLAYS[environment])
+            if m["kind"] == "HorizontalPodAutoscaler"
+        }
+        assert replicas == autoscaled, (
+            f"{environment}: replicas ignored only where an HPA owns them"
+        )
 
 
 @pytest.mark.parametrize("environment", ENVIRONMENTS)
