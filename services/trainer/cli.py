@@ -67,7 +67,10 @@ def cmd_train(args: argparse.Namespace) -> int:
     log = Path(deployment.run_dir).resolve() / config.run / "ray-driver.log"
     try:
         with stderr_to(log):
-            status = run.run(on_iteration=_progress(config.total_env_steps))
+            total = (
+                config.explore_env_steps if config.phase == "explore" else config.total_env_steps
+            )
+            status = run.run(on_iteration=_progress(total))
     except TrainConfigError as error:
         print(f"\nkoholint train: {error}", file=sys.stderr)
         return 2
@@ -100,10 +103,21 @@ def _progress(total: int) -> Any:
         done = min(status.env_steps / total, 1.0)
         bar = "#" * int(done * 30)
         print(f"\r[{bar:<30}] {status.env_steps:>8}/{total} steps  {status.steps_per_second:6.0f}/s  "
-              f"rooms {status.rooms_mean or 0:4.1f}  cells {status.cells_mean or 0:5.1f}  archive {status.archive_cells}",
-              end="", flush=True)  # fmt: skip
+              f"rooms {status.rooms_mean or 0:4.1f}  cells {status.cells_mean or 0:5.1f}  archive {status.archive_cells}"
+              f"{_phase_progress(status)}", end="", flush=True)  # fmt: skip
 
     return progress
+
+
+def _phase_progress(status: Any) -> str:
+    """Phase 1: the archive's best level; robustify: where episodes start on the demo."""
+    if status.curriculum:
+        position = status.curriculum
+        return (f"  start {position['start_step']:.0f}/{position['demo_length']:.0f}"
+                f"  wins there {position['success_rate']:.2f}")  # fmt: skip
+    if status.explore_milestones:
+        return f"  level {status.archive_level}"
+    return ""
 
 
 def _summary(status: Any, run_dir: str) -> None:

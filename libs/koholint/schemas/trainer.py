@@ -45,6 +45,13 @@ class RunStatus(BaseModel):
     """share of episodes won (window of 100 episodes)"""
     archive_cells: int = 0
     """cells in the Go-Explore archive"""
+    archive_level: int = 0
+    """phase 1 (phase explore or both): the archive's best progress level"""
+    explore_milestones: dict[str, int | None] = Field(default_factory=dict)
+    """phase 1: env steps at which the archive first reached each milestone (null: not yet)"""
+    curriculum: dict[str, float] = Field(default_factory=dict)
+    """robustify: start_step (the demo step episodes start from), demo_length, success_rate
+    (there), moves (of the start so far), swarm_level"""
     checkpoints: int = 0
     """checkpoints in the run's ledger"""
     resumed_from: str | None = None

@@ -197,6 +197,21 @@ class TrainConfig(BaseModel):
     """self-imitation: the K best segments (by return) kept"""
     sil_period: int = Field(1, ge=1, le=1000)
     """self-imitation: add its loss every this many learner updates"""
+    phase: Literal["train", "explore", "robustify", "both"] = "train"
+    """train: PPO as configured; explore: Go-Explore phase 1 only (no policy: koholint.explore)
+    until the game is won, keeping win.actions in the run folder; robustify: PPO whose
+    episodes start on curriculum_trajectory, moving earlier as they win (the archive's
+    restarts are off); both: explore, then robustify over the win found"""
+    explore_env_steps: int = Field(2_000_000, ge=1, le=MAX_ENV_STEPS)
+    """phase 1's step budget over its worker processes (one per env runner, at least one)"""
+    curriculum_trajectory: str = Field("", max_length=4096)
+    """robustify: the winning actions, one byte each (win.actions from koholint explore)"""
+    curriculum_threshold: float = Field(0.2, gt=0, le=1)
+    """robustify: the start moves earlier when this share of its last 20 episodes won"""
+    curriculum_move_by: int = Field(16, ge=1, le=1_000_000)
+    """robustify: steps of the trajectory the start moves earlier each time"""
+    swarm_share: float = Field(0.0, ge=0, lt=1)
+    """robustify: share of episodes that start at the best progress level any env reached"""
 
     def fragment_length(self) -> int:
         """Steps per env per sample: the configured length, or the batch over all envs."""
@@ -207,6 +222,12 @@ class TrainConfig(BaseModel):
 
     def check(self) -> None:
         """Rules across fields (after every layer is applied, so no layer is judged alone)."""
+        if self.phase == "robustify" and not self.curriculum_trajectory:
+            raise TrainConfigError(
+                "phase=robustify needs curriculum_trajectory: the win.actions that "
+                "`koholint explore` (or phase=explore) wrote; or use phase=both",
+                "curriculum_trajectory",
+            )
         if self.train_batch_size < self.minibatch_size:
             raise TrainConfigError(
                 f"train_batch_size={self.train_batch_size} is smaller than minibatch_size="

@@ -1,22 +1,32 @@
-"""Robustification in the trainer: the backward curriculum shared by every env runner.
+"""The trainer's phases beyond plain PPO: Go-Explore phase 1, and robustification.
 
-Phase 1 (``koholint explore``) leaves a winning trajectory (``win.actions``: one action per
-byte, from ``start_of_play`` under hybrid control with the rules planner). The run's
-``CurriculumActor`` (a named Ray actor, like the Go-Explore archive's) replays it once into
-states every ``curriculum_every`` steps and holds the ``LocalCurriculum``; each env's
-``CurriculumWrapper`` asks it where to start and tells it how each episode ended.
+``phase=explore`` (or ``both``) runs phase 1 (``koholint.explore``: no policy, worker
+processes) before Ray starts and keeps the winning trajectory as ``win.actions`` in the run
+folder (one action per byte, from ``start_of_play`` under hybrid control with the rules
+planner). ``phase=robustify`` (or ``both``, after phase 1) trains PPO on the backward
+curriculum over that trajectory: the run's ``CurriculumActor`` (a named Ray actor, like the
+Go-Explore archive's) replays it once into states every 8 steps and holds the
+``LocalCurriculum``; each env's ``CurriculumWrapper`` asks it where to start and tells it
+how each episode ended.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ray
 
 from koholint.env.wrappers.curriculum import LocalCurriculum, Start
 from koholint.explore.trajectory import winning_demo
+
+if TYPE_CHECKING:
+    from koholint.explore import Progress
+    from koholint.schemas.trainer import RunStatus
+    from trainer.ppo.config import TrainConfig
 
 MAX_TRAJECTORY_BYTES = 1_000_000
 
@@ -113,3 +123,54 @@ class RayCurriculumSource:
 
     def swarm_level(self) -> int:
         return ray.get(self.actor.swarm_level.remote())  # type: ignore[no-any-return]
+
+
+def curriculum_actor_name(run: str) -> str:
+    return f"curriculum-{run}"
+
+
+def start_curriculum(config: TrainConfig) -> Any:
+    """The run's CurriculumActor when it robustifies (call inside the run's Ray), else None."""
+    if config.phase not in ("robustify", "both"):
+        return None
+    settings = CurriculumSettings(
+        config.curriculum_trajectory, threshold=config.curriculum_threshold,
+        move_by=config.curriculum_move_by, swarm_share=config.swarm_share,
+        max_episode_steps=config.env.max_episode_steps,
+    )  # fmt: skip
+    name = curriculum_actor_name(config.run)
+    return CurriculumActor.options(name=name).remote(settings)  # type: ignore[attr-defined]
+
+
+def run_phase_one(
+    config: TrainConfig,
+    status: RunStatus,
+    run_dir: Path,
+    on_iteration: Callable[[RunStatus], None] | None,
+) -> Path | None:
+    """Explore until the first win (or the budget); the path of win.actions, or None."""
+    from koholint.explore import ExploreConfig, explore
+    from koholint.explore.trajectory import write_trajectory
+
+    def progress(report: Progress) -> None:
+        status.env_steps, status.archive_cells = report.env_steps, report.cells
+        status.archive_level, status.explore_milestones = report.top_level, report.milestones
+        if on_iteration:
+            on_iteration(status)
+
+    workers = max(1, config.num_env_runners)
+    settings = ExploreConfig(
+        seed=config.seed, workers=workers, max_env_steps=config.explore_env_steps
+    )
+    status.state = "running"
+    result = explore(settings, progress)
+    progress_summary = {"won": result.won, "env_steps": result.env_steps, "cells": result.cells,
+                        "milestones": result.milestones, "seconds": round(result.seconds, 1)}  # fmt: skip
+    (run_dir / "explore.json").write_text(json.dumps(progress_summary, indent=1))
+    status.env_steps = 0  # the training phase counts its own steps
+    if result.trajectory is None:
+        return None
+    path = run_dir / "win.actions"
+    path.write_bytes(result.trajectory)
+    write_trajectory(result.trajectory, run_dir / "win.jsonl")
+    return path

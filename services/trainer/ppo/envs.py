@@ -22,6 +22,7 @@ from koholint.env.export import EXPORT_COUNTS, ExportQueue
 from koholint.env.rnd import RndConfig
 from koholint.env.wrappers import (
     CuriosityWrapper,
+    CurriculumWrapper,
     Frontier,
     GoExploreWrapper,
     LocalArchiveSource,
@@ -33,6 +34,7 @@ from koholint.planning.backends import Backend, make_backend
 from koholint.planning.llm import TEXT_ROUTES
 from koholint.store import open_store
 from trainer.ppo.config import Deployment, TrainConfig
+from trainer.ppo.curriculum import RayCurriculumSource, curriculum_actor_name
 
 
 @ray.remote(num_cpus=0)
@@ -137,7 +139,11 @@ def wrap_train_env(
         env = PlannerControlWrapper(env, planner_backend(config.planner, deployment.planner_url))
     if config.curiosity_weight > 0:
         env = CuriosityWrapper(env, weight=config.curiosity_weight, rnd=RndConfig(seed=index))
-    if config.archive_restart_every:
+    robustify = config.phase in ("robustify", "both")
+    if robustify:  # the curriculum chooses every start: the archive's restarts stay off
+        actor = ray.get_actor(curriculum_actor_name(config.run))
+        env = CurriculumWrapper(env, RayCurriculumSource(actor))
+    if config.archive_restart_every and not robustify:
         env = GoExploreWrapper(
             env,
             RayArchiveSource(ray.get_actor(archive_actor)),

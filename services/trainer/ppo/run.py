@@ -24,6 +24,7 @@ from koholint.schemas.trainer import CheckpointRecord, RunStatus
 from koholint.store import ObjectStore, StoreError, open_store
 from trainer.ledger import CheckpointLedger, UnknownCheckpointError
 from trainer.ppo.config import Deployment, TrainConfig, TrainConfigError
+from trainer.ppo.curriculum import run_phase_one, start_curriculum
 from trainer.ppo.ray_node import check_cluster, host_and_port, ray_for_run
 from trainer.ppo.shaping import ShapingDriver, check_reward_model
 
@@ -56,6 +57,7 @@ class TrainingRun:
         self._store: ObjectStore | None = None
         self._resume: CheckpointRecord | None = None
         self._shaping: ShapingDriver | None = None
+        self._curriculum: Any = None
 
     def stop(self) -> None:
         self._stop.set()
@@ -122,6 +124,16 @@ class TrainingRun:
             raise RuntimeError("preflight() first")
         run_dir = Path(self.deployment.run_dir).resolve() / self.config.run
         run_dir.mkdir(parents=True, exist_ok=True)
+        if self.config.phase in ("explore", "both"):
+            trajectory = run_phase_one(self.config, self.status, run_dir, on_iteration)
+            if self.config.phase == "explore":
+                self.status.state = "finished"  # won or not: run_dir/explore.json says
+                return
+            if trajectory is None:
+                raise RuntimeError(
+                    "phase 1 found no win within explore_env_steps: nothing to robustify"
+                )
+            self.config.curriculum_trajectory = str(trajectory)
         cpus = max(2, self.config.num_env_runners + 1)
         with ray_for_run(self.deployment.ray_address, run_dir, cpus):
             self._train(self._store, run_dir, on_iteration)
@@ -135,6 +147,7 @@ class TrainingRun:
         archive = ArchiveActor.options(name=f"archive-{config.run}").remote(  # type: ignore[attr-defined]
             self.deployment.store_url, f"archives/{config.run}"
         )
+        self._curriculum = start_curriculum(config)
         algo = build_algorithm(config, self.deployment, f"archive-{config.run}")
         ledger = CheckpointLedger(store, config.run)
         resumed_steps = 0
@@ -214,6 +227,8 @@ class TrainingRun:
             if value is not None:
                 self.status.export[name] = int(value)
         self.status.archive_cells = int(ray.get(archive.size.remote()))
+        if self._curriculum is not None:
+            self.status.curriculum = ray.get(self._curriculum.position.remote())
         self.curve.append({
             "env_steps": self.status.env_steps, "rooms": self.status.rooms_mean or 0.0,
             "cells": self.status.cells_mean or 0.0, "archive_cells": self.status.archive_cells,

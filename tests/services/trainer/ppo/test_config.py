@@ -67,6 +67,9 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "start_state": ("title", "before_npc", "before_npc"),
         "reward_mode": ("sparse", "progress", "progress"),
         "reward_weights": ('{"win": 3.0}', '{"win": 5.0}', 5.0),
+        "phase": ("explore", "both", "both"),
+        "curriculum_trajectory": ("a/win.actions", "b/win.actions", "b/win.actions"),
+        "swarm_share": ("0.25", "0.5", 0.5),
     }
     if name in special:
         return special[name]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
 from koholint.env.zelda import Action
+from trainer.ppo.config import Deployment, TrainConfigError, resolve
 from trainer.ppo.curriculum import CurriculumSettings, build_curriculum, read_trajectory
+from trainer.ppo.run import TrainingRun
 
 
 def test_a_trajectory_file_builds_the_curriculum_at_its_end(tmp_path: Path):
@@ -31,3 +34,38 @@ def test_bad_trajectory_files_name_the_problem(tmp_path: Path, content, message)
         path.write_bytes(content)
     with pytest.raises(ValueError, match=message):
         read_trajectory(str(path))
+
+
+def test_robustify_needs_the_winning_trajectory():
+    with pytest.raises(TrainConfigError, match="curriculum_trajectory"):
+        resolve({"phase": "robustify"}, {})
+    assert resolve({"phase": "both"}, {}).curriculum_trajectory == ""  # phase 1 will find it
+
+
+def test_phase_explore_runs_phase_one_without_ray_and_reports_it(tmp_path: Path):
+    """A budget too small to win: the run finishes, says how far phase 1 got, keeps no win."""
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    config = resolve(
+        {"run": "explore", "phase": "explore", "explore_env_steps": 1_600, "num_env_runners": 0},
+        {},
+    )
+    seen: list[int] = []
+    status = TrainingRun(config, deployment).run(
+        on_iteration=lambda s: seen.append(s.archive_cells)
+    )
+    assert status.state == "finished"
+    assert seen
+    assert seen[-1] > 10  # the progress line saw the archive grow
+    assert status.archive_level == 0
+    assert set(status.explore_milestones) == {
+        "sword",
+        "puzzle",
+        "dungeon",
+        "key",
+        "lock",
+        "instrument",
+    }
+    summary = json.loads((tmp_path / "runs" / "explore" / "explore.json").read_text())
+    assert summary["won"] is False
+    assert 0 < summary["env_steps"] <= 1_600
+    assert not (tmp_path / "runs" / "explore" / "win.actions").exists()
