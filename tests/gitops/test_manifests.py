@@ -554,3 +554,50 @@ def test_every_service_has_a_service_monitor() -> None:
         )
         ports = {port["name"] for port in service["spec"]["ports"]}
         assert {endpoint["port"] for endpoint in monitor["spec"]["endpoints"]} <= ports
+
+
+SETTINGS_MODULES = {"env-sim": "env_sim", "planner": "planner", "evaluator": "evaluator",
+                    "reward-model": "reward_model", "console": "console"}  # fmt: skip
+
+
+def config_map_data(manifests: list[Manifest], prefix: str) -> dict[str, str]:
+    names = [m for m in manifests if m["kind"] == "ConfigMap"]
+    return dict(next(m for m in names if m["metadata"]["name"].startswith(prefix))["data"])
+
+
+@pytest.mark.parametrize("service", sorted(SETTINGS_MODULES))
+def test_config_maps_name_settings_the_service_has(
+    service: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A misspelt variable is ignored by pydantic-settings (extra="ignore"): catch it here."""
+    import importlib
+    import importlib.util
+
+    package = SETTINGS_MODULES[service]
+    if importlib.util.find_spec(package) is None:
+        pytest.skip(f"{package} is not installed yet")
+    settings_type = importlib.import_module(f"{package}.config").Settings
+    prefix = settings_type.model_config["env_prefix"]
+    data = config_map_data(render(OVERLAYS["prod"]), f"{service}-config-")
+    for key, value in data.items():
+        assert key.startswith(prefix), f"{service}-config: {key} lacks {prefix}"
+        assert key[len(prefix) :].lower() in settings_type.model_fields, f"{key}: no such setting"
+        monkeypatch.setenv(key, value)
+    settings_type()  # the values validate
+
+
+def test_trainer_config_resolves_for_the_service_and_the_ray_job(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("trainer")
+    from trainer.config import Settings
+    from trainer.ppo.config import resolve
+
+    for key, value in config_map_data(render(OVERLAYS["prod"]), "trainer-config").items():
+        monkeypatch.setenv(key, value)
+    config = resolve({}, dict(os.environ))
+    assert (config.num_env_runners, config.envs_per_env_runner, config.planner) == (5, 6, "http")
+    settings = Settings()
+    assert settings.store_url.startswith("s3://koholint")
+    assert settings.planner_url == "http://planner:8000"
+    assert settings.ray_address == "", "the RayJob's driver joins the cluster Ray gives it"
