@@ -39,12 +39,25 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+PINNED = {"on": False, "nice": 0}
+
+
+def _relay_core() -> None:
+    """The console and the clients on the last core, the envs on the others (--pin), and at a
+    lower priority (--nice): they are other pods and other machines in a deployment, not the
+    env runner's CPU."""
+    if PINNED["on"]:
+        os.sched_setaffinity(0, {os.cpu_count() - 1})  # type: ignore[operator]
+    if PINNED["nice"]:
+        os.nice(PINNED["nice"])
+
+
 def start_console(stream: str, port: int) -> subprocess.Popen[bytes]:
     environment = {**os.environ, "KOHOLINT_CONSOLE_REDIS_URL": "redis://127.0.0.1:6379/0",
                    "KOHOLINT_CONSOLE_POSITIONS_STREAM": stream, "KOHOLINT_CONSOLE_LOG_LEVEL": "WARNING"}  # fmt: skip
-    command = [sys.executable, "-m", "uvicorn", "--factory", "console.app:main_app",
-               "--port", str(port), "--log-level", "warning"]  # fmt: skip
-    process = subprocess.Popen(command, env=environment, cwd=ROOT)
+    command = [sys.executable, "-m", "uvicorn", "--factory", "console.app:main_app", "--port",
+               str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "2"]  # fmt: skip
+    process = subprocess.Popen(command, env=environment, cwd=ROOT, preexec_fn=_relay_core)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -73,9 +86,11 @@ async def _client(url: str, lags: list[float], counts: list[int]) -> None:
                 lags.extend(now - item["sent_at"] for item in batch)
 
 
-def run_clients(url: str, clients: int, stop: Any, out: str) -> None:
+def run_clients(url: str, clients: int, stop: Any, out: str, pin: bool, nice: int) -> None:
     """In its own process (importing only httpx, like a browser would hold nothing of ours):
     `clients` SSE streams until `stop` is set; lags, counts and seconds to `out`."""
+    PINNED["on"], PINNED["nice"] = pin, nice
+    _relay_core()
     lags: list[float] = []
     counts: list[int] = []
 
@@ -112,16 +127,17 @@ def relay_counters(url: str) -> dict[str, float]:
     return counters
 
 
-def step_for(envs: list[Any], seconds: float, random: Any) -> float:
-    """Step the envs round-robin for `seconds`; env steps per second."""
-    steps, started = 0, time.perf_counter()
+def step_for(envs: list[Any], seconds: float, random: Any) -> tuple[float, float]:
+    """Step the envs round-robin for `seconds`: env steps per wall second, and per second of
+    this thread's CPU (what the machine's other load cannot change)."""
+    steps, started, cpu = 0, time.perf_counter(), time.thread_time()
     while time.perf_counter() - started < seconds:
         for env in envs:
             _, _, terminated, truncated, _ = env.step(int(random.integers(0, 9)))
             if terminated or truncated:
                 env.reset()
         steps += len(envs)
-    return steps / (time.perf_counter() - started)
+    return steps / (time.perf_counter() - started), steps / (time.thread_time() - cpu)
 
 
 def main() -> int:
@@ -131,7 +147,20 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=20)
     parser.add_argument("--window", type=float, default=6.0, help="seconds per measured window")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--no-pin", dest="pin", action="store_false",
+        help="do not pin the console and clients to the last core, the envs to the others",
+    )  # fmt: skip
+    parser.add_argument(
+        "--nice", type=int, default=0,
+        help="run the console and the clients at this niceness (e.g. 19: as if on other machines)",
+    )  # fmt: skip
     args = parser.parse_args()
+    PINNED["nice"] = args.nice
+    cores = os.cpu_count() or 1
+    PINNED["on"] = args.pin = args.pin and cores >= 2
+    if args.pin:
+        os.sched_setaffinity(0, set(range(cores - 1)))
     # Imported here: the clients' process (spawned, importing this module) stays light.
     import numpy as np
     import redis
@@ -163,7 +192,9 @@ def main() -> int:
             without.append(step_for(envs, args.window, random))
             out = f"/tmp/bench-console-{uuid.uuid4().hex}.json"
             stop = context.Event()
-            clients = context.Process(target=run_clients, args=(url, args.clients, stop, out))
+            clients = context.Process(
+                target=run_clients, args=(url, args.clients, stop, out, args.pin)
+            )
             clients.start()
             wait_for_clients(url, args.clients)
             with_clients.append(step_for(envs, args.window, random))
@@ -172,12 +203,16 @@ def main() -> int:
             results.append(json.loads(Path(out).read_text()))
             counters = relay_counters(url)
             Path(out).unlink()
-            print(f"round {round_index + 1}: {without[-1]:8.0f} steps/s without clients, "
-                  f"{with_clients[-1]:8.0f} with {args.clients}", flush=True)  # fmt: skip
+            print(f"round {round_index + 1}: {without[-1][0]:6.0f} steps/s ({without[-1][1]:6.0f} per CPU s) "
+                  f"without clients, {with_clients[-1][0]:6.0f} ({with_clients[-1][1]:6.0f}) with {args.clients}",
+                  flush=True)  # fmt: skip
     finally:
         publisher.close()
         console.terminate()
-        console.wait(10)
+        try:
+            console.wait(10)
+        except subprocess.TimeoutExpired:
+            console.kill()
         client.delete(stream)
     report(args, without, with_clients, results, publisher)
     dropped = sum(v for k, v in counters.items() if k.startswith("console_clients_dropped_total"))
@@ -188,19 +223,21 @@ def main() -> int:
 
 def report(
     args: argparse.Namespace,
-    without: list[float],
-    with_clients: list[float],
+    without: list[tuple[float, float]],
+    with_clients: list[tuple[float, float]],
     results: list[dict[str, object]],
     publisher: Any,
 ) -> None:
     lags = sorted(lag for result in results for lag in result["lags"])  # type: ignore[attr-defined]
     delivered = sum(int(result["events"]) for result in results)  # type: ignore[call-overload]
     seconds = sum(float(result["seconds"]) for result in results)  # type: ignore[arg-type]
-    ratio = statistics.median(with_clients) / statistics.median(without)
     print(f"\nenvs {args.envs}, publish every {args.every} steps, {args.clients} SSE clients, "
-          f"{args.rounds} rounds of {args.window:.0f} s each way")  # fmt: skip
-    print(f"env steps/s median: {statistics.median(without):.0f} without clients, "
-          f"{statistics.median(with_clients):.0f} with: ratio {ratio:.3f} ({(1 - ratio) * 100:+.1f}% drop)")  # fmt: skip
+          f"{args.rounds} rounds of {args.window:.0f} s each way, pinned: {args.pin}, nice: {args.nice}")  # fmt: skip
+    for index, what in ((0, "env steps/s"), (1, "env steps per CPU second")):
+        before = statistics.median(value[index] for value in without)
+        after = statistics.median(value[index] for value in with_clients)
+        print(f"{what} median: {before:.0f} without clients, {after:.0f} with: "
+              f"ratio {after / before:.3f} ({(1 - after / before) * 100:+.1f}% drop)")  # fmt: skip
     print(
         f"published {publisher.published} events, dropped {publisher.dropped}, failed {publisher.failed}"
     )
