@@ -198,6 +198,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    # The service's settings learn the address it listens on (e.g. to require a token
+    # for control beyond loopback); an explicit setting in the environment wins.
+    os.environ.setdefault(f"KOHOLINT_{args.service.upper().replace('-', '_')}_HOST", args.host)
     uvicorn.run(
         services[args.service], factory=True, host=args.host, port=args.port, log_level="info"
     )
