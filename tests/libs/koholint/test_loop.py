@@ -1,0 +1,52 @@
+"""`koholint loop`'s bookkeeping: what it reads back from the store and how it reports it
+(the loop itself runs end to end in tests/e2e/test_loop.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from koholint.cli import main
+from koholint.loop import (
+    BurstResult,
+    LoopError,
+    count_scores,
+    count_segments,
+    last_checkpoint,
+    print_table,
+)
+from koholint.store import LocalStore
+
+
+def test_counts_and_the_newest_checkpoint_come_from_the_store(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    for episode in ("e1", "e2"):
+        store.put(f"episodes/r/{episode}/00000/manifest.json", b"{}")
+    store.put("episodes/r/e1/00000/ram.jsonl", b"{}\n")
+    store.put("scores/r/batches/0.jsonl", b'{"a": 1}\n{"a": 2}\n\n')
+    ledger = {"checkpoints": [
+        {"name": "r-step000000000512", "step": 512, "metrics": {"rooms": 1.0}},
+        {"name": "r-step000000001024", "step": 1024, "metrics": {"rooms": 2.0}},
+    ]}  # fmt: skip
+    store.put("checkpoints/r/ledger.json", json.dumps(ledger).encode())
+    assert count_segments(store, "r") == 2
+    assert count_scores(store, "r") == 2
+    assert last_checkpoint(store, "r") == ("r-step000000001024", 1024, {"rooms": 2.0})
+    with pytest.raises(LoopError, match="no checkpoint ledger"):
+        last_checkpoint(store, "other")
+
+
+def test_the_table_shows_shaping_per_step_and_the_version(capsys):
+    metrics = {"rooms": 2.0, "cells": 30.0, "shaped_steps.rm-x": 100.0, "shaping_abs_sum": 5.0}
+    print_table([BurstResult(1, "a-b1", 1024, {"rooms": 1.0}, accuracy=0.8),
+                 BurstResult(2, "a-b2", 2048, metrics, shaped_by="rm-x")])  # fmt: skip
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[1].split()[-2:] == ["0.800", "-"]
+    assert lines[2].split()[-3:] == ["0.0500", "-", "rm-x"]
+
+
+def test_bad_arguments_are_refused(capsys):
+    assert main(["loop", "--bursts", "1"]) == 2
+    assert "--bursts must be 2..10" in capsys.readouterr().err
