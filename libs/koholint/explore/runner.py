@@ -106,7 +106,7 @@ class Runner:
     ) -> None:
         self.actions = np.frombuffer(actions, np.uint8)
         self.env = exploration_env(
-            frame_skip=frame_skip, max_episode_steps=run_steps + 1, planner=planner
+            frame_skip=frame_skip, max_episode_steps=2 * run_steps + 2, planner=planner
         )
         self.zelda: ZeldaEnv = self.env.unwrapped  # type: ignore[assignment]
         self.planner = planner

@@ -17,6 +17,12 @@ from koholint.env.zelda import ZeldaEnv, milestones
 from koholint.explore.runner import exploration_env
 
 
+def _room_for(actions: bytes) -> int:
+    """An episode length the trajectory never reaches: each planner takeover counts as a
+    second env step (``ZeldaEnv.absorb``), so there can be up to two per action."""
+    return 2 * len(actions) + 2
+
+
 @dataclass(frozen=True)
 class TrajectoryCheck:
     steps: int
@@ -37,7 +43,7 @@ def write_trajectory(
     """Replay `actions` from the start, write the JSONL trajectory, and say whether it wins."""
     env = exploration_env(
         start_state=start_state, frame_skip=frame_skip, planner=planner,
-        max_episode_steps=len(actions) + 1,
+        max_episode_steps=_room_for(actions),
     )  # fmt: skip
     zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
     try:
@@ -74,7 +80,7 @@ def winning_demo(
     found in: the backward curriculum's starts (``koholint.env.wrappers.curriculum``)."""
     env = exploration_env(
         start_state=start_state, frame_skip=frame_skip, planner=planner,
-        max_episode_steps=len(actions) + 1,
+        max_episode_steps=_room_for(actions),
     )  # fmt: skip
     try:
         return demo_states(actions, env, every=every)
@@ -89,7 +95,7 @@ def trajectory_gif(
     (played at twice the game's speed). Returns the number of frames written."""
     from PIL import Image
 
-    env = exploration_env(start_state=start_state, max_episode_steps=len(actions) + 1)
+    env = exploration_env(start_state=start_state, max_episode_steps=_room_for(actions))
     zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
     try:
         env.reset(seed=0)

@@ -11,7 +11,7 @@ from koholint.env.zelda import Action
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
 from koholint.explore.cells import NO_BLOCK, cell_of, room_detail
 from koholint.explore.runner import Runner, RunTask, exploration_env
-from koholint.explore.trajectory import write_trajectory
+from koholint.explore.trajectory import winning_demo, write_trajectory
 
 VILLAGE = (0, 0, 0x21)
 
@@ -133,3 +133,6 @@ def test_phase_one_wins_and_the_trajectory_replays_to_the_credits(tmp_path: Path
     replayed = replay(tmp_path / "win.jsonl")
     assert replayed.ok
     assert replayed.steps == len(result.trajectory)
+    demo = winning_demo(result.trajectory, every=64)  # planner takeovers and all
+    assert demo[0].step == 0
+    assert demo[-1].step > len(result.trajectory) - 2 * 64
