@@ -180,16 +180,33 @@ class PositionPublisherWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         return observation, reward, terminated, truncated, info
 
     def _offer(self, info: dict[str, Any]) -> None:
-        game = self.env.unwrapped
-        raw = game.raw_state  # type: ignore[attr-defined]
-        self.publisher.offer(
-            position_event(
-                self.source, self.run, self.env_id, info["room_key"], raw.x, raw.y,
-                progress=progress_level(raw), episode_step=self._episode_step, rooms=info["rooms"],
-            )
+        offer_position(
+            self.publisher, self.env.unwrapped, info, source=self.source, run=self.run,
+            env_id=self.env_id, episode_step=self._episode_step,
         )  # fmt: skip
-        if self.publisher.is_watched(self.run, self.env_id):
-            self.publisher.offer_frame(self.run, self.env_id, game.gameboy.render_now())  # type: ignore[attr-defined]
+
+
+def offer_position(
+    publisher: PositionPublisher,
+    game: Any,
+    info: dict[str, Any],
+    *,
+    source: str,
+    run: str,
+    env_id: str,
+    episode_step: int,
+) -> None:
+    """Offer the position of `game` (a ZeldaEnv after a step or reset that returned `info`),
+    and a frame when a browser watches it; never waits."""
+    raw = game.raw_state
+    publisher.offer(
+        position_event(
+            source, run, env_id, info["room_key"], raw.x, raw.y,
+            progress=progress_level(raw), episode_step=episode_step, rooms=info["rooms"],
+        )
+    )  # fmt: skip
+    if publisher.is_watched(run, env_id):
+        publisher.offer_frame(run, env_id, game.gameboy.render_now())
 
 
 _publishers: dict[str, PositionPublisher] = {}
