@@ -58,7 +58,7 @@ def start_console(stream: str, port: int) -> subprocess.Popen[bytes]:
     command = [sys.executable, "-m", "uvicorn", "--factory", "console.app:main_app", "--port",
                str(port), "--log-level", "warning", "--timeout-graceful-shutdown", "2"]  # fmt: skip
     process = subprocess.Popen(command, env=environment, cwd=ROOT, preexec_fn=_relay_core)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         try:
             if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
@@ -193,7 +193,7 @@ def main() -> int:
             out = f"/tmp/bench-console-{uuid.uuid4().hex}.json"
             stop = context.Event()
             clients = context.Process(
-                target=run_clients, args=(url, args.clients, stop, out, args.pin)
+                target=run_clients, args=(url, args.clients, stop, out, args.pin, args.nice)
             )
             clients.start()
             wait_for_clients(url, args.clients)
