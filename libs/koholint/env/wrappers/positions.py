@@ -213,15 +213,18 @@ _publishers: dict[str, PositionPublisher] = {}
 _publishers_lock = threading.Lock()
 
 
-def process_position_publisher(redis_url: str) -> PositionPublisher:
-    """One publisher per process and Redis: the envs of an env runner share its queue and thread."""
+def process_position_publisher(redis_url: str, stream: str = STREAM_POSITIONS) -> PositionPublisher:
+    """One publisher per process, Redis and stream: the envs of an env runner share its queue
+    and thread."""
     import redis
 
     with _publishers_lock:
-        if redis_url not in _publishers:
+        key = f"{redis_url} {stream}"
+        if key not in _publishers:
             client = redis.Redis.from_url(redis_url)
-            _publishers[redis_url] = PositionPublisher(
+            _publishers[key] = PositionPublisher(
                 RedisBus(client, max_length=POSITIONS_MAX_LENGTH),
                 frames=RedisFrameChannel(client),
+                stream=stream,
             )
-        return _publishers[redis_url]
+        return _publishers[key]
