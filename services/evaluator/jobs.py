@@ -16,7 +16,7 @@ from collections.abc import Callable
 from evaluator.scoring import BatchReport, Evaluator
 from koholint.schemas.evaluator import MAX_FAILURES_SHOWN, EvaluationStatus, SegmentFailure
 from koholint.store import ObjectStore
-from koholint.web.problems import TooManyError, UnprocessableError
+from koholint.web.problems import NotFoundError, TooManyError, UnprocessableError
 
 
 def add_report(status: EvaluationStatus, report: BatchReport) -> None:
@@ -82,7 +82,7 @@ class Jobs:
         if run is not None:
             prefixes = run_prefixes(self.evaluator.store, run)
             if not prefixes:
-                raise UnprocessableError(f"run {run!r} has no stored segments", field="run")
+                raise NotFoundError(f"run {run!r} has no stored segments (episodes/{run}/)")
         prefixes = prefixes or []
         if len(prefixes) > self.max_segments:
             raise UnprocessableError(

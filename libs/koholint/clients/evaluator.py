@@ -8,7 +8,12 @@ from typing import Any
 import httpx
 
 from koholint.clients import ServiceError, check_response
-from koholint.schemas.evaluator import EvaluationRequest, EvaluationStatus, ScoreRecord
+from koholint.schemas.evaluator import (
+    EvaluatePrefixes,
+    EvaluateRun,
+    EvaluationStatus,
+    ScoreRecord,
+)
 
 FINISHED = ("succeeded", "failed")
 
@@ -32,9 +37,11 @@ class EvaluatorClient:
         self, *, prefixes: list[str] | None = None, run: str | None = None
     ) -> EvaluationStatus:
         """Start scoring the segment prefixes, or every stored segment of `run`."""
-        request = EvaluationRequest(prefixes=prefixes, run=run)
+        if (prefixes is None) == (run is None):
+            raise ValueError("give either prefixes or run")
+        request = EvaluateRun(run=run) if run is not None else EvaluatePrefixes(prefixes=prefixes)
         response = self.http.post(
-            "/v1/evaluations", content=request.model_dump_json(exclude_none=True),
+            "/v1/evaluations", content=request.model_dump_json(),
             headers={"content-type": "application/json"},
         )  # fmt: skip
         return EvaluationStatus.model_validate(self._json(response))

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 SCORE_SCHEMA_VERSION: Literal[1] = 1
 LABELS = ("progress", "exploring", "stuck", "backtracking", "dying")
@@ -170,20 +170,23 @@ class ScoresEvent(_Model):
 SegmentPrefix = Annotated[str, StringConstraints(pattern=SEGMENT_PREFIX_PATTERN, max_length=400)]
 
 
-class EvaluationRequest(_Model):
-    """``POST /v1/evaluations``: exactly one of `prefixes` or `run`."""
+class EvaluatePrefixes(_Model):
+    """``POST /v1/evaluations`` for given segments."""
 
-    prefixes: list[SegmentPrefix] | None = Field(
-        None, min_length=1, max_length=MAX_PREFIXES_PER_REQUEST,
+    prefixes: list[SegmentPrefix] = Field(
+        min_length=1, max_length=MAX_PREFIXES_PER_REQUEST,
         description="segment prefixes, episodes/<run>/<episode>/<segment>",
     )  # fmt: skip
-    run: str | None = Field(None, pattern=RUN_PATTERN, description="score every stored segment")
 
-    @model_validator(mode="after")
-    def one_target(self) -> EvaluationRequest:
-        if (self.prefixes is None) == (self.run is None):
-            raise ValueError("give either prefixes or run, not both and not neither")
-        return self
+
+class EvaluateRun(_Model):
+    """``POST /v1/evaluations`` for every stored segment of a run."""
+
+    run: str = Field(pattern=RUN_PATTERN, description="the run whose segments to score")
+
+
+EvaluationRequest = EvaluatePrefixes | EvaluateRun
+"""Exactly one of `prefixes` or `run` (each model forbids the other's field)."""
 
 
 class SegmentFailure(BaseModel):

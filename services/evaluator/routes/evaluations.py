@@ -8,16 +8,18 @@ from fastapi import APIRouter, Path
 from starlette.concurrency import run_in_threadpool
 
 from evaluator.deps import ServiceDep
-from koholint.schemas.evaluator import EvaluationRequest, EvaluationStatus
+from koholint.schemas.evaluator import EvaluateRun, EvaluationRequest, EvaluationStatus
 from koholint.web.problems import NotFoundError, problem_responses
 
 router = APIRouter(prefix="/v1", tags=["evaluations"])
 
 
-@router.post("/evaluations", status_code=202, responses=problem_responses(422, 429))
+@router.post("/evaluations", status_code=202, responses=problem_responses(404, 422, 429))
 async def create_evaluation(body: EvaluationRequest, service: ServiceDep) -> EvaluationStatus:
-    """Start scoring the prefixes (or the run's segments); poll the returned job id."""
-    return await run_in_threadpool(service.jobs.start, body.prefixes, body.run)
+    """Start scoring the prefixes (or the run's segments; 404 if it has none); poll the job id."""
+    if isinstance(body, EvaluateRun):
+        return await run_in_threadpool(service.jobs.start, None, body.run)
+    return await run_in_threadpool(service.jobs.start, body.prefixes, None)
 
 
 @router.get("/evaluations/{evaluation_id}", responses=problem_responses(404))

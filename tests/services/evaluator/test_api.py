@@ -96,18 +96,19 @@ def test_rejected_segments_are_reported_by_the_job(client: TestClient, local_sto
 @pytest.mark.parametrize(
     ("body", "field"),
     [
-        ({}, "body"),
-        ({"run": "a", "prefixes": ["episodes/a/b/00000"]}, "body"),
-        ({"prefixes": ["scores/a/b"]}, "prefixes.0"),
-        ({"prefixes": []}, "prefixes"),
-        ({"run": "../etc"}, "run"),
+        ({}, "EvaluateRun.run"),
+        ({"run": "a", "prefixes": ["episodes/a/b/00000"]}, "EvaluatePrefixes.run"),
+        ({"prefixes": ["scores/a/b"]}, "EvaluatePrefixes.prefixes.0"),
+        ({"prefixes": []}, "EvaluatePrefixes.prefixes"),
+        ({"run": "../etc"}, "EvaluateRun.run"),
     ],
 )
 def test_bad_requests_name_the_field(client: TestClient, body: dict, field: str):
+    """The body is one of two shapes; each error names the shape and the field."""
     response = client.post("/v1/evaluations", json=body)
     assert response.status_code == 422
     assert response.headers["content-type"] == "application/problem+json"
-    assert field in {error["field"] for error in response.json()["errors"]} or field == "body"
+    assert field in {error["field"] for error in response.json()["errors"]}
 
 
 def test_limits_and_unknowns_are_problem_json(client: TestClient):
@@ -116,7 +117,7 @@ def test_limits_and_unknowns_are_problem_json(client: TestClient):
     )
     assert too_many.status_code in (413, 422)
     assert too_many.headers["content-type"] == "application/problem+json"
-    assert client.post("/v1/evaluations", json={"run": "no-such-run"}).status_code == 422
+    assert client.post("/v1/evaluations", json={"run": "no-such-run"}).status_code == 404
     assert client.get("/v1/evaluations/" + "0" * 32).status_code == 404
     assert client.get("/v1/segments/episodes/a/b/00001/score").status_code == 404
     assert client.get("/v1/scores", params={"run": "r", "limit": 5000}).status_code == 422
@@ -126,7 +127,7 @@ def test_health_readiness_and_documented_errors(client: TestClient):
     assert client.get("/healthz").json() == {"status": "ok"}
     assert client.get("/readyz").json()["backend"] == "rules"
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"422", "429"} <= set(paths["/v1/evaluations"]["post"]["responses"])
+    assert {"404", "422", "429"} <= set(paths["/v1/evaluations"]["post"]["responses"])
     assert "404" in paths["/v1/segments/{prefix}/score"]["get"]["responses"]
 
 

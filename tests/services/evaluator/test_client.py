@@ -26,5 +26,5 @@ def test_client_evaluates_a_run_and_reads_the_records(serve, local_store: LocalS
     assert client.segment_score("episodes/run-eval/none/00000") is None
     with pytest.raises(EvaluatorError) as error:
         client.evaluate(run="no-such-run")
-    assert error.value.status == 422
+    assert error.value.status == 404
     client.close()
