@@ -105,7 +105,14 @@ def run_clients(url: str, clients: int, stop: Any, out: str, pin: bool, nice: in
         return time.monotonic() - started
 
     seconds = asyncio.run(main())
-    Path(out).write_text(json.dumps({"lags": lags, "events": sum(counts), "seconds": seconds}))
+    result = {"lags": lags, "events": sum(counts), "seconds": seconds, "cpu": time.process_time()}
+    Path(out).write_text(json.dumps(result))
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def wait_for_clients(url: str, clients: int) -> None:
@@ -186,6 +193,7 @@ def main() -> int:
     context = multiprocessing.get_context("spawn")
     without, with_clients, results = [], [], []
     counters: dict[str, float] = {}
+    console_cpus: list[float] = []
     try:
         step_for(envs, 2.0, random)  # warm-up
         for round_index in range(args.rounds):
@@ -197,7 +205,9 @@ def main() -> int:
             )
             clients.start()
             wait_for_clients(url, args.clients)
+            console_cpu = cpu_seconds(console.pid)
             with_clients.append(step_for(envs, args.window, random))
+            console_cpus.append((cpu_seconds(console.pid) - console_cpu) / args.window)
             stop.set()
             clients.join(30)
             results.append(json.loads(Path(out).read_text()))
@@ -215,6 +225,9 @@ def main() -> int:
             console.kill()
         client.delete(stream)
     report(args, without, with_clients, results, publisher)
+    clients_cpu = sum(float(r["cpu"]) for r in results) / sum(float(r["seconds"]) for r in results)
+    print(f"CPU while the clients listen: console {statistics.median(console_cpus) * 100:.0f}% of a "
+          f"core, the {args.clients} clients {clients_cpu * 100:.0f}%")  # fmt: skip
     dropped = sum(v for k, v in counters.items() if k.startswith("console_clients_dropped_total"))
     print(f"console: received {counters['console_positions_received_total']:.0f}, delivered "
           f"{counters['console_positions_delivered_total']:.0f}, clients dropped {dropped:.0f}")  # fmt: skip
