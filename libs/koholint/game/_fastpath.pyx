@@ -500,3 +500,8 @@ cdef inline int _items_held(const int32_t *fields) noexcept:
         return 1 if a_slot == b_slot else 2
     return 1 if (b_slot or a_slot) else 0
 
+
+
+def work_ram(PyBoy pyboy):
+    """PyBoy's work RAM (C000-DFFF, all banks) as a writable memoryview, without a copy."""
+    return memoryview(pyboy.mb.ram.internal_ram0)

@@ -76,6 +76,34 @@ def taps(pyboy: Any) -> Any | None:
     return _compiled.Taps(pyboy, addresses, _tables(), HAS_INSTRUMENT_BIT)
 
 
+WORK_RAM_START, WORK_RAM_END = 0xC000, 0xE000
+
+
+class WorkRamSlices:
+    """Reads slices of C000-DFFF straight from PyBoy's work RAM array, as ``pyboy.memory``
+    does on a monochrome ROM (one copy instead of a Python-level call per byte)."""
+
+    def __init__(self, work_ram: memoryview) -> None:
+        self._work_ram = work_ram
+
+    def __getitem__(self, key: slice) -> bytes:
+        if not (
+            isinstance(key, slice)
+            and key.step is None
+            and WORK_RAM_START <= key.start <= key.stop <= WORK_RAM_END
+        ):
+            raise IndexError(f"only plain slices of C000-DFFF are read here, not {key!r}")
+        return bytes(self._work_ram[key.start - WORK_RAM_START : key.stop - WORK_RAM_START])
+
+
+def work_ram_slices(pyboy: Any, *, banked: bool) -> WorkRamSlices | None:
+    """Fast slices of work RAM for a monochrome ROM; None on colour ROMs (banked D000-DFFF
+    follows the game's bank switch there) or without the compiled module."""
+    if _compiled is None or banked:
+        return None
+    return WorkRamSlices(_compiled.work_ram(pyboy))
+
+
 def save_state(pyboy: Any, *, compiled: bool = True) -> bytes:
     """The bytes of ``pyboy.save_state``; through the C buffer when built (``compiled``)."""
     if compiled and _compiled is not None:

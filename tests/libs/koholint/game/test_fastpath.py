@@ -87,3 +87,14 @@ def test_taps_refuse_a_wrong_observation_buffer(gameboy):
     taps = fastpath.taps(gameboy._pyboy)
     with pytest.raises(ValueError, match="128"):
         taps.read(np.empty(64, np.float32))
+
+
+def test_work_ram_slices_read_what_pyboy_memory_reads(gameboy):
+    slices = fastpath.work_ram_slices(gameboy._pyboy, banked=False)
+    for seed in range(5):
+        wander(gameboy, 120, seed)
+        for start, stop in ((0xD800, 0xDA00), (0xC000, 0xC100), (0xDB00, 0xDC00)):
+            assert slices[start:stop] == bytes(gameboy.memory[start:stop])
+    with pytest.raises(IndexError, match="C000-DFFF"):
+        slices[0xFF80:0xFFFF]
+    assert fastpath.work_ram_slices(gameboy._pyboy, banked=True) is None
