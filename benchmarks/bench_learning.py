@@ -43,6 +43,20 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
     "full": {"curiosity_weight": 1.0, "archive_restart_every": 4},  # + the archive
     # + hybrid control: the rules planner takes dialogs and the block puzzle
     "full+planner": {"curiosity_weight": 1.0, "archive_restart_every": 4, "planner": "rules"},
+    # Go-Explore phase 2: the backward curriculum over phase 1's win (seed 0), SIL 0.1
+    "robustify": {
+        "phase": "robustify",
+        "planner": "rules",
+        "sil_weight": 0.1,
+        "curriculum_trajectory": "benchmarks/results/win/explore-seed0.actions",
+    },
+    "robustify+swarm": {
+        "phase": "robustify",
+        "planner": "rules",
+        "sil_weight": 0.1,
+        "curriculum_trajectory": "benchmarks/results/win/explore-seed0.actions",
+        "swarm_share": 0.25,
+    },
 }
 WINDOW = 100
 
@@ -105,6 +119,7 @@ def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> d
         "reached": {m: status.reached.get(m, 0.0) for m in MILESTONES},
         "archive_cells": status.archive_cells, "steps_per_second": status.steps_per_second,
         "wall_s": elapsed, "env_steps": status.env_steps, "curve": run.curve,
+        "curriculum": status.curriculum,
     }  # fmt: skip
 
 
