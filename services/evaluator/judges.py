@@ -171,6 +171,8 @@ class LlmJudges:
             return _failed(seed, "circuit_open", error, started)
         except LlmUnavailableError as error:
             return _failed(seed, "unavailable", error, started)
+        except ValueError as error:  # the client refused the prompt (over its size limit)
+            return _failed(seed, "rejected", error, started)
         outcome = "repaired" if result.record.outcome == "repaired" else "valid"
         return SampleAnswer(
             seed=seed, outcome=outcome, verdict=result.value, latency_ms=_since(started),

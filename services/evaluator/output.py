@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from evaluator.segments import SegmentRef
 from koholint.schemas.evaluator import ScoredSegment, ScoreRecord, ScoresEvent
-from koholint.store import ObjectNotFoundError, ObjectStore, put_json
+from koholint.store import ChecksumMismatchError, ObjectNotFoundError, ObjectStore, put_json
 
 MAX_LIST_RECORDS = 1000
 
@@ -52,8 +52,8 @@ class ScoreStore:
         """The batch file holding the segment's record, or None if it is not scored yet."""
         try:
             marker = json.loads(self.store.get(marker_key(ref, config_hash)))
-        except ObjectNotFoundError:
-            return None
+        except (ObjectNotFoundError, ChecksumMismatchError, ValueError):
+            return None  # no marker, or one that cannot be read: score the segment again
         key = str(marker.get("scores_key", ""))
         return key if key and self.store.exists(key) else None
 
