@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from koholint.schemas.evaluator import JUDGES
+
 LATENCY_BUCKETS = (
     0.0001,
     0.001,
@@ -58,6 +60,9 @@ class Metrics:
             "evaluator_agreement_kappa", "Fleiss' kappa of the judges' labels in the last batch",
             registry=self.registry,
         )  # fmt: skip
+        for judge in JUDGES:  # every judge's series exists from the start, at 0
+            for metric in (self.abstentions, self.invalid_answers, self.judge_latency):
+                metric.labels(judge)
         self.dead_letters = Counter(
             "evaluator_dead_letters", "segment messages dead-lettered (never scored)",
             registry=self.registry,

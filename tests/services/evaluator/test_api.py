@@ -81,6 +81,7 @@ def test_the_consumer_scores_what_the_trainer_announces(
     for name in METRICS:
         assert name in metrics
     assert "evaluator_segments_scored_total 1.0" in metrics
+    assert 'evaluator_abstentions_total{judge="vision"} 1.0' in metrics  # rules read no frames
 
 
 def test_rejected_segments_are_reported_by_the_job(client: TestClient, local_store: LocalStore):
