@@ -36,7 +36,7 @@ class Settings(BaseSettings):
     max_events_per_second: int = Field(
         200, ge=1, le=100_000, description="positions sent to one browser per second at most"
     )
-    flush_hz: int = Field(10, ge=1, le=60, description="batches sent to one browser per second")
+    flush_hz: int = Field(5, ge=1, le=60, description="batches sent to one browser per second")
     max_pending: int = Field(
         4096, ge=16, le=1_000_000,
         description="distinct envs waiting for one browser; a browser further behind is dropped",

@@ -199,12 +199,13 @@ class PositionStream:
                 break
             batch = subscriber.take(self.budget)
             chunk = sse("positions", "[" + ",".join(batch) + "]") if batch else b": keepalive\n\n"
-            started = time.monotonic()
             if not await self._send(send, chunk):
                 return
             subscriber.delivered += len(batch)
             self.hub.metrics.delivered.inc(len(batch))
-            await asyncio.sleep(max(0.0, self.interval - (time.monotonic() - started)))
+            # Every stream waits for the same tick of the clock: the process (and the browsers'
+            # machine) wakes once per tick for all of them, not once per stream.
+            await asyncio.sleep(self.interval - time.monotonic() % self.interval)
         if await self._send(send, sse("dropped", json.dumps({"reason": subscriber.dropped}))):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
