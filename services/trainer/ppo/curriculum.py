@@ -167,7 +167,6 @@ def run_phase_one(
     progress_summary = {"won": result.won, "env_steps": result.env_steps, "cells": result.cells,
                         "milestones": result.milestones, "seconds": round(result.seconds, 1)}  # fmt: skip
     (run_dir / "explore.json").write_text(json.dumps(progress_summary, indent=1))
-    status.env_steps = 0  # the training phase counts its own steps
     if result.trajectory is None:
         return None
     path = run_dir / "win.actions"

@@ -134,6 +134,7 @@ class TrainingRun:
                     "phase 1 found no win within explore_env_steps: nothing to robustify"
                 )
             self.config.curriculum_trajectory = str(trajectory)
+            self.status.env_steps = 0  # the training phase counts its own steps
         cpus = max(2, self.config.num_env_runners + 1)
         with ray_for_run(self.deployment.ray_address, run_dir, cpus):
             self._train(self._store, run_dir, on_iteration)

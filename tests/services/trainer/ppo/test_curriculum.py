@@ -54,6 +54,7 @@ def test_phase_explore_runs_phase_one_without_ray_and_reports_it(tmp_path: Path)
         on_iteration=lambda s: seen.append(s.archive_cells)
     )
     assert status.state == "finished"
+    assert 0 < status.env_steps <= 1_600  # phase 1's steps: the run did nothing else
     assert seen
     assert seen[-1] > 10  # the progress line saw the archive grow
     assert status.archive_level == 0
