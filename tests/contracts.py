@@ -65,12 +65,16 @@ def run_schemathesis(
     headers: Mapping[str, str] | None = None,
     tmp_dir: Path | None = None,
     timeout_s: float = 600,
+    request_timeout_s: float = 60,
 ) -> None:
     """The ``schemathesis run`` CLI with all checks and a fixed seed; AssertionError on failure."""
     command = [
         str(Path(sys.executable).with_name("schemathesis")), "run", spec_url,
         "--checks", "all", "--workers", "1", "--max-examples", str(max_examples),
         "--seed", "18", "--suppress-health-check", "all", "--no-color",
+        "--request-timeout", str(request_timeout_s),
+        # A response-time limit belongs to a benchmark: shared test machines are slow at times.
+        "--max-response-time", str(request_timeout_s),
     ]  # fmt: skip
     for name, value in (headers or {}).items():
         command += ["--header", f"{name}: {value}"]

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
+from koholint.schemas.fields import JsonFloat, JsonInt, number_not_text
 from koholint.web.problems import ProblemError
 
 MAX_STOP_STRINGS = 4
+TokenCount = Annotated[int, Field(ge=1), BeforeValidator(number_not_text)]
 
 
 class TextOnlyError(ProblemError):
@@ -51,21 +53,23 @@ class ChatCompletionRequest(BaseModel):
 
     model: str = Field("", description="any name; the answer reports the served model's")
     messages: list[ChatMessage] = Field(min_length=1)
-    temperature: float = Field(1.0, ge=0.0, le=2.0)
-    top_p: float = Field(1.0, ge=0.0, le=1.0)
-    max_tokens: int | None = Field(None, ge=1, description="default and limit: max_tokens_limit")
-    max_completion_tokens: int | None = Field(None, ge=1, description="alias of max_tokens")
-    seed: int | None = Field(None, description="same seed and prompt, same answer")
+    temperature: JsonFloat = Field(1.0, ge=0.0, le=2.0)
+    top_p: JsonFloat = Field(1.0, ge=0.0, le=1.0)
+    max_tokens: TokenCount | None = Field(None, description="default and limit: max_tokens_limit")
+    max_completion_tokens: TokenCount | None = Field(None, description="alias of max_tokens")
+    seed: JsonInt | None = Field(
+        None, description="same seed and prompt, same answer, whatever came before"
+    )
     stop: str | Annotated[list[str], Field(max_length=MAX_STOP_STRINGS)] | None = Field(
         None, description=f"up to {MAX_STOP_STRINGS} stop strings"
     )
     response_format: dict[str, Any] | None = Field(
         None, description="text | json_object | json_schema (grammar-constrained)"
     )
-    presence_penalty: float = Field(0.0, ge=-2.0, le=2.0)
-    frequency_penalty: float = Field(0.0, ge=-2.0, le=2.0)
-    n: int = Field(1, ge=1, description="only 1 is supported")
-    stream: bool = Field(False, description="not supported")
+    presence_penalty: JsonFloat = Field(0.0, ge=-2.0, le=2.0)
+    frequency_penalty: JsonFloat = Field(0.0, ge=-2.0, le=2.0)
+    n: JsonInt = Field(1, ge=1, description="only 1 is supported")
+    stream: StrictBool = Field(False, description="not supported")
 
     def stop_strings(self) -> list[str]:
         return [self.stop] if isinstance(self.stop, str) else list(self.stop or [])

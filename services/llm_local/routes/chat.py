@@ -95,11 +95,11 @@ async def answer(
 
 def llama_messages(body: ChatCompletionRequest, settings: Settings) -> list[dict[str, str]]:
     """The messages as role and text, within the limits; images are refused (400)."""
-    if len(body.messages) > settings.max_messages:
-        raise PayloadTooLargeError(
+    if len(body.messages) > settings.max_messages:  # the spec's maxItems: a 422 like any other
+        raise UnprocessableError(
             f"{len(body.messages)} messages; at most {settings.max_messages}",
-            limit=settings.max_messages,
-        )
+            limit=settings.max_messages, field="messages",
+        )  # fmt: skip
     messages = []
     for index, message in enumerate(body.messages):
         text = message.text()
@@ -121,10 +121,14 @@ def generation_for(body: ChatCompletionRequest, settings: Settings) -> Generatio
     stops = body.stop_strings()
     if len(stops) > MAX_STOP_STRINGS:
         raise UnprocessableError(f"{len(stops)} stop strings; at most {MAX_STOP_STRINGS}")
-    requested = body.max_tokens or body.max_completion_tokens
     limit = settings.max_tokens_limit
-    if requested is not None and requested > limit:
-        raise UnprocessableError(f"max_tokens={requested} is over the limit {limit}", limit=limit)
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = getattr(body, name)
+        if value is not None and value > limit:
+            raise UnprocessableError(
+                f"{name}={value} is over the limit {limit}", limit=limit, field=name
+            )
+    requested = body.max_tokens or body.max_completion_tokens
     return Generation(
         max_tokens=requested or limit, temperature=body.temperature, top_p=body.top_p,
         seed=body.seed, stop=stops, response_format=body.response_format,

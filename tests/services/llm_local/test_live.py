@@ -229,9 +229,9 @@ def test_max_tokens_over_the_limit_names_the_limit(http: httpx.Client, settings:
     assert problem["limit"] == settings.max_tokens_limit
 
 
-def test_too_many_messages_is_413(http: httpx.Client, settings: Settings) -> None:
+def test_too_many_messages_is_422(http: httpx.Client, settings: Settings) -> None:
     body = {"messages": [{"role": "user", "content": "hi"}] * (settings.max_messages + 1)}
-    problem = assert_problem(http.post("/v1/chat/completions", json=body), 413)
+    problem = assert_problem(http.post("/v1/chat/completions", json=body), 422)
     assert problem["limit"] == settings.max_messages
 
 
