@@ -17,10 +17,11 @@ from console.config import Settings
 from console.fleet import Fleet
 from console.metrics import Metrics
 from console.relay import PositionHub
-from console.routes import fleet, map, page, positions, runs, watch
+from console.routes import archive, fleet, map, page, positions, runs, watch
 from console.routes.page import STATIC_DIR
 from console.worldmap import MapCache
 from koholint.clients import ServiceError
+from koholint.store import open_store
 from koholint.web.problems import UnavailableError, problem_response
 from koholint.web.scaffold import create_service_app, service_factory
 
@@ -42,6 +43,7 @@ def create_app(
             history_size=settings.history_size, metrics=metrics,
         )  # fmt: skip
         app.state.redis = _redis(settings.redis_url)
+        app.state.store = open_store(settings.store_url) if settings.store_url else None
         tasks = [asyncio.create_task(asyncio.to_thread(app.state.map.get))]  # render early
         if app.state.redis is not None:
             tasks.append(
@@ -65,8 +67,9 @@ def create_app(
             positions.router,
             watch.router,
             runs.router,
+            archive.router,
             fleet.router,
-        ],  # fmt: skip
+        ],
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,

@@ -47,6 +47,9 @@ class Settings(BaseSettings):
     history_size: int = Field(
         2000, ge=0, le=100_000, description="recent events replayed to a browser that joins late"
     )
+    store_url: str = Field(
+        "", description="the trainer's object store, for the archive's heat layer; empty = none"
+    )
     rom_path: str | None = Field(
         None, description="the ROM the map is drawn from (default: cartridge)"
     )

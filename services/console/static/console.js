@@ -10,6 +10,7 @@ const world = {
   rooms: new Map(),      // room key -> {indoor, map, room, image (Image or null)}
   envs: new Map(),       // env id -> {event, trail: [{x, y, t}], color}
   heat: new Map(),       // "roomKey/tileX/tileY" -> events seen there
+  archive: null,         // the selected run's archive cells: {run, bin, cells}
   layout: new Map(),     // room key -> {x, y} top-left pixel on the canvas
   size: {width: ROOM_W, height: ROOM_H},
   lags: [], arrivals: [], watching: null, dirty: true,
@@ -174,6 +175,7 @@ function draw(timestamp) {
   const canvas = $("#map"), ctx = canvas.getContext("2d");
   ctx.clearRect(0, 0, canvas.width, canvas.height);
   drawRooms(ctx);
+  drawArchive(ctx);
   drawHeat(ctx);
   for (const env of world.envs.values()) drawTrail(ctx, env, now);
   for (const [id, env] of world.envs) drawDot(ctx, id, env);
@@ -193,6 +195,32 @@ function drawRooms(ctx) {
     ctx.fillStyle = "#6b6355";
     ctx.fillText(`room ${key} (seen by an agent)`, at.x + 6, at.y + 14);
   }
+}
+
+// The archive's cells (where the run's envs have been, over the whole run) in blue, under the
+// live heat (what this page saw) in red.
+function drawArchive(ctx) {
+  if (!world.archive) return;
+  const bin = world.archive.bin, peak = Math.max(1, ...world.archive.cells.map((c) => c.visits));
+  for (const c of world.archive.cells) {
+    const at = world.layout.get(`${c.indoor}-${c.map}-${c.room}`);
+    if (!at) continue;
+    ctx.fillStyle = `rgba(40, 90, 220, ${0.1 + 0.4 * Math.log1p(c.visits) / Math.log1p(peak)})`;
+    ctx.fillRect(at.x + c.x * bin, at.y + c.y * bin, bin, bin);
+  }
+}
+
+async function refreshArchive() {
+  if (!selectedRun) return;
+  try {
+    world.archive = await getJson(`/v1/archive/${encodeURIComponent(selectedRun)}`);
+    for (const c of world.archive.cells) addRoom(c.indoor, c.map, c.room, null);
+    $("#archive-note").textContent = `archive of ${selectedRun}: ${world.archive.cells_total} cells (blue)`;
+  } catch (error) {
+    world.archive = null;
+    $("#archive-note").textContent = `archive: ${error.message}`;
+  }
+  world.dirty = true;
 }
 
 function drawHeat(ctx) {
@@ -324,7 +352,7 @@ async function refreshRuns() {
     if (!points.length || points[points.length - 1].env_steps !== run.env_steps) points.push(run);
     history.set(run.run, points.slice(-500));
   }
-  if (!selectedRun && runs.length) selectedRun = runs[runs.length - 1].run;
+  if (!selectedRun && runs.length) { selectedRun = runs[0].run; refreshArchive(); }  // active first, then newest
   $("#runs-table tbody").replaceChildren(...runs.map(runRow));
   drawCurves();
   refreshCheckpoints();
@@ -344,7 +372,7 @@ function runRow(run) {
   const actions = document.createElement("span");
   const show = document.createElement("button");
   show.type = "button"; show.textContent = "curves";
-  show.addEventListener("click", () => { selectedRun = run.run; drawCurves(); refreshCheckpoints(); });
+  show.addEventListener("click", () => { selectedRun = run.run; drawCurves(); refreshCheckpoints(); refreshArchive(); });
   actions.append(show);
   if (["starting", "running"].includes(run.state)) {
     const stop = document.createElement("button");
@@ -500,4 +528,5 @@ refreshRuns();
 refreshFleet();
 setInterval(refreshRuns, 2000);
 setInterval(refreshFleet, 5000);
+setInterval(refreshArchive, 10000);
 requestAnimationFrame(draw);

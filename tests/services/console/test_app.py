@@ -261,3 +261,31 @@ def test_watch_a_trainer_env_through_its_frame_key(serve, map_cache_dir, redis_c
         redis_client.delete(watch_key(run, "0"), frame_key(run, "0"))
     no_redis = _served(serve, _settings(map_cache_dir))
     assert httpx.get(no_redis + "/v1/watch/trainer/r/0/frame.png").status_code == 503
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_archive_heat_from_the_trainers_store(map_cache_dir, tmp_path, anyio_backend):
+    from koholint.env.archive import Archive
+    from koholint.store import LocalStore
+
+    store = LocalStore(str(tmp_path / "store"))
+    archive = Archive(store=store, prefix="archives/r1")
+    for cell, steps in [
+        (((0, 0, 33), 2, 3, 0), 5),
+        (((0, 0, 33), 2, 3, 1), 9),
+        (((1, 0, 8), 4, 1, 2), 7),
+    ]:
+        archive.observe(cell, steps, 0.0, lambda: b"state")
+    archive.observe(((0, 0, 33), 2, 3, 0), 4, 0.0, lambda: b"state")  # visited again
+    archive.save()
+    app = create_app(_settings(map_cache_dir, store_url=str(tmp_path / "store")))
+    heat = (await _call(app, "GET", "/v1/archive/r1")).json()
+    assert heat["bin"] == 16
+    assert heat["cells_total"] == 2  # progress levels summed per room cell
+    assert heat["cells"][0] == {"indoor": 0, "map": 0, "room": 33, "x": 2, "y": 3, "visits": 3}
+    assert (await _call(app, "GET", "/v1/archive/nope")).status_code == 404
+    assert (await _call(app, "GET", "/v1/archive/..%2Fx")).status_code in (404, 422)
+    assert (
+        await _call(create_app(_settings(map_cache_dir)), "GET", "/v1/archive/r1")
+    ).status_code == 503
