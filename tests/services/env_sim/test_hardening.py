@@ -214,6 +214,7 @@ CHURN_BOUND_MIB = 48
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_rss_stays_bounded_under_session_churn(tmp_path: Path) -> None:
     """1,000 create/step/delete cycles: RSS ends within CHURN_BOUND_MIB of where it was
     after the first 100 (it grew 96 -> 311 MiB over ~900 cycles before the fix)."""
