@@ -145,9 +145,10 @@ class TrainingRun:
         from trainer.ppo.envs import ArchiveActor
 
         config = self.config
-        archive = ArchiveActor.options(name=f"archive-{config.run}").remote(  # type: ignore[attr-defined]
-            self.deployment.store_url, f"archives/{config.run}"
-        )
+        # On the driver's node: a cluster's worker nodes may go away mid-run, the driver's not.
+        archive = ArchiveActor.options(  # type: ignore[attr-defined]
+            name=f"archive-{config.run}", scheduling_strategy=on_this_node()
+        ).remote(self.deployment.store_url, f"archives/{config.run}")
         self._curriculum = start_curriculum(config)
         algo = build_algorithm(config, self.deployment, f"archive-{config.run}")
         ledger = CheckpointLedger(store, config.run)
@@ -276,6 +277,14 @@ def _reachable(setting: str, address: str, default_port: int) -> None:
 
 def build_algorithm(config: TrainConfig, deployment: Deployment, archive_actor: str) -> Any:
     return ppo_config(config, deployment, archive_actor).build_algo()
+
+
+def on_this_node() -> Any:
+    """A scheduling strategy that keeps an actor on the driver's node."""
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
 
 
 def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) -> Any:
