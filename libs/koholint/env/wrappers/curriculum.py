@@ -24,8 +24,10 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.zelda import ZeldaEnv, progress_level
+from koholint.game.ram import GameplayType
 
 MAX_DEMO_STATES = 100_000
+_WORLD = int(GameplayType.WORLD)
 
 
 @dataclass(frozen=True)
@@ -183,7 +185,8 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self._steps += 1
         zelda: ZeldaEnv = self.env.unwrapped  # type: ignore[assignment]
         raw = zelda.raw_state
-        if not raw.transition:
+        # A state in play only: the credits (the win) would start episodes that end at once.
+        if not raw.transition and raw.gameplay_type == _WORLD:
             level = progress_level(raw)
             if level > self._swarm_level:
                 self.source.offer(level, zelda.gameboy.save_state())

@@ -11,6 +11,7 @@ from koholint.env.wrappers.curriculum import (
     demo_states,
 )
 from koholint.env.zelda import Action, ZeldaEnv, progress_level
+from koholint.game.ram import GameplayType, RamAddress
 
 DEMO = [DemoState(step, f"state-{step}".encode()) for step in (0, 8, 16, 24, 32)]
 
@@ -96,3 +97,21 @@ def test_episodes_start_on_the_demo_and_report_back():
 def test_the_demo_must_replay_without_sticky_actions():
     with pytest.raises(ValueError, match="sticky"):
         demo_states(b"\x01", ZeldaEnv(sticky_action_probability=0.25))
+
+
+def test_the_credits_are_never_offered_to_the_swarm():
+    """Taking the instrument raises the level, but an episode started at the credits would
+    end at once and count as a win."""
+    walker = ZeldaEnv(info_state=False)
+    demo = demo_states(bytes([Action.NOOP] * 9), walker, every=8)
+    walker.close()
+    curriculum = LocalCurriculum(demo, 9)
+    env = CurriculumWrapper(ZeldaEnv(info_state=False), curriculum)
+    env.reset(seed=0)
+    zelda = env.unwrapped
+    zelda.gameboy.memory[RamAddress.GAMEPLAY_TYPE] = GameplayType.CREDITS
+    zelda.gameboy.memory[RamAddress.HAS_INSTRUMENT_1] = 0x02
+    _, _, terminated, _, _ = env.step(Action.NOOP)
+    assert terminated
+    assert curriculum.swarm_level() == -1
+    env.close()
