@@ -37,6 +37,8 @@ class ShapingReport:
     refused: int = 0
     """versions that failed to load or verify (the previous one was kept)"""
     last_error: str | None = None
+    without_model: int = 0
+    """envs whose next episode would not use `version` (an env runner Ray restarted)"""
 
 
 def shaping_wrappers(env: Any) -> list[ShapingWrapper]:
@@ -62,16 +64,18 @@ def give_potential(env: Any, model: LoadedRewardModel) -> int:
     return len(wrappers)
 
 
-def shaping_counts(env: Any) -> tuple[dict[str, int], float, float]:
-    """(steps per version, sum of F, sum of |F|) over `env`'s shaping wrappers."""
+def shaping_counts(env: Any) -> tuple[dict[str, int], float, float, list[str | None]]:
+    """(steps per version, sum of F, sum of |F|, the version each wrapper will use next)
+    over `env`'s shaping wrappers."""
     steps: dict[str, int] = {}
     total = absolute = 0.0
-    for wrapper in shaping_wrappers(env):
+    wrappers = shaping_wrappers(env)
+    for wrapper in wrappers:
         for version, count in wrapper.shaped_steps.items():
             steps[version] = steps.get(version, 0) + count
         total += wrapper.shaping_sum
         absolute += wrapper.shaping_abs_sum
-    return steps, total, absolute
+    return steps, total, absolute, [wrapper.pending_version for wrapper in wrappers]
 
 
 def broadcast_model(algo: Any, model: LoadedRewardModel) -> int:
@@ -88,7 +92,9 @@ def gather_counts(algo: Any, report: ShapingReport) -> ShapingReport:
         lambda runner: shaping_counts(runner.env), local_env_runner=True
     )
     report.steps_by_version, report.shaping_sum, report.shaping_abs_sum = {}, 0.0, 0.0
-    for steps, total, absolute in counts:
+    report.without_model = 0
+    for steps, total, absolute, next_versions in counts:
+        report.without_model += sum(version != report.version for version in next_versions)
         for version, count in steps.items():
             report.steps_by_version[version] = report.steps_by_version.get(version, 0) + count
         report.shaping_sum += total
@@ -119,6 +125,8 @@ class ShapingDriver:
         model = self.source.poll()
         self.report.refused = self.source.failures + self._send_failures
         self.report.last_error = self.source.last_error or self.report.last_error
+        if model is None and self.report.without_model and self.source.current is not None:
+            model = self.source.current  # a restarted env runner starts without the model
         if model is None:
             return
         try:

@@ -30,11 +30,48 @@ def test_a_version_reaches_every_env_from_its_next_episode():
     assert shaping_counts(envs)[0] == {}  # mid-episode: not yet
     for _ in range(4 + 1 + 3):  # finish the episode, reset, three shaped steps each
         envs.step(actions)
-    steps, total, absolute = shaping_counts(envs)
+    steps, total, absolute, next_versions = shaping_counts(envs)
+    assert next_versions == [model.version] * 3
     assert steps == {model.version: 9}
     assert absolute > 0
     assert abs(total) <= absolute
     envs.close()
+
+
+class OneRunner:
+    """RLlib's env-runner group reduced to one local runner whose env Ray may 'restart'."""
+
+    def __init__(self, env) -> None:
+        self.env = env
+
+    def foreach_env_runner(self, function, local_env_runner=True):
+        return [function(self)]
+
+
+def test_the_driver_hands_the_model_again_to_a_restarted_env_runner(tmp_path: Path):
+    from reward_versions import make_version
+
+    from koholint.store import LocalStore
+    from trainer.ppo.shaping import ShapingDriver
+
+    def shaped_envs():
+        return make_vector_env(2, wrap=lambda env, index: ShapingWrapper(env, gamma=0.99),
+                               max_episode_steps=5)  # fmt: skip
+
+    store = LocalStore(tmp_path)
+    version = make_version(store).version
+    algo = type("Algo", (), {})()
+    algo.env_runner_group = OneRunner(shaped_envs())
+    driver = ShapingDriver("latest", store, run="r")
+    driver.before_iteration(algo)
+    assert driver.after_iteration(algo).without_model == 0
+    algo.env_runner_group.env.close()
+    algo.env_runner_group.env = shaped_envs()  # Ray restarted the runner: a fresh env
+    assert driver.after_iteration(algo).without_model == 2
+    driver.before_iteration(algo)  # no new version, but the runner gets the current one
+    assert driver.after_iteration(algo).without_model == 0
+    assert shaping_counts(algo.env_runner_group.env)[3] == [version, version]
+    algo.env_runner_group.env.close()
 
 
 def test_an_env_without_shaping_has_no_wrappers():
