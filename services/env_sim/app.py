@@ -15,6 +15,7 @@ from env_sim.metrics import Metrics
 from env_sim.roms import RomRegistry
 from env_sim.routes import roms, sessions
 from env_sim.sessions import SessionManager
+from koholint.env.wrappers.positions import process_position_publisher
 from koholint.store import StoreError, open_store
 from koholint.web.problems import problem_response
 from koholint.web.scaffold import check_in_thread, create_service_app, service_factory
@@ -37,6 +38,11 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
             max_sessions=settings.max_sessions, ttl_seconds=settings.session_ttl_seconds,
             workers=settings.workers, metrics=metrics,
         )  # fmt: skip
+        if settings.redis_url:  # sessions' positions for the console, never stalling a step
+            manager.positions = process_position_publisher(
+                settings.redis_url, settings.positions_stream
+            )
+            manager.positions_every = settings.positions_every
         app.state.sessions = manager
         evictor = asyncio.create_task(manager.evict_forever())
         try:

@@ -7,6 +7,7 @@ import os
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from koholint.bus import STREAM_POSITIONS
 from koholint.env.zelda import MAX_FRAME_SKIP
 from koholint.schemas.env_sim import MAX_BATCH
 
@@ -27,6 +28,11 @@ class Settings(BaseSettings):
     allow_rom_upload: bool = False
     max_rom_bytes: int = Field(8 * 1024 * 1024, ge=32 * 1024)
     rom_dir: str = Field("/tmp/koholint-env-sim-roms", description="where uploaded ROMs are kept")
+    redis_url: str = Field(
+        "", description="Redis for koholint.positions (the console's live map); empty = none"
+    )
+    positions_every: int = Field(8, ge=1, le=10_000, description="publish every N-th step")
+    positions_stream: str = Field(STREAM_POSITIONS, min_length=1, max_length=200)
     store_url: str = Field(
         "/tmp/koholint-env-sim-store", description="object store: a path, file:// or s3://"
     )

@@ -25,6 +25,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from env_sim.metrics import Metrics
+from koholint.env.wrappers.positions import PositionPublisher, offer_position
 from koholint.env.zelda import ZeldaEnv
 from koholint.game.emulator import GameBoy
 from koholint.game.png import encode_png
@@ -54,6 +55,8 @@ class Session:
     steps: int = 0
     episode_steps: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    positions: PositionPublisher | None = None
+    positions_every: int = 8
 
     def info(self) -> SessionInfo:
         return SessionInfo(
@@ -80,6 +83,8 @@ class SessionManager:
         self.metrics = metrics
         self._sessions: dict[str, Session] = {}
         self._create_lock = asyncio.Lock()
+        self.positions: PositionPublisher | None = None  # set when Redis is configured
+        self.positions_every = 8
 
     # -- lifecycle --------------------------------------------------------------
     async def create(
@@ -94,6 +99,7 @@ class SessionManager:
                 )
             env = await self.in_pool(lambda: self._make_env(settings, rom_path, start))
             session = Session(uuid.uuid4().hex, rom_id, settings, env, datetime.now(UTC))
+            session.positions, session.positions_every = self.positions, self.positions_every
             self._sessions[session.id] = session
         self.metrics.sessions.set(len(self._sessions))
         logger.info(
@@ -270,6 +276,11 @@ def _step(
         session.env.render_mode = None
     session.steps += 1
     session.episode_steps += 1
+    if session.positions is not None and session.episode_steps % session.positions_every == 0:
+        offer_position(
+            session.positions, session.env, info, source="env-sim", run="env-sim",
+            env_id=session.id, episode_step=session.episode_steps,
+        )  # fmt: skip
     return observation, _transition(action, float(reward), terminated, truncated, info), info
 
 

@@ -8,6 +8,7 @@ actor; segments are exported by one queue per process.
 from __future__ import annotations
 
 import functools
+import os
 import threading
 from typing import Any
 
@@ -27,9 +28,11 @@ from koholint.env.wrappers import (
     GoExploreWrapper,
     LocalArchiveSource,
     PlannerControlWrapper,
+    PositionPublisherWrapper,
     SegmentRecorder,
     ShapingWrapper,
 )
+from koholint.env.wrappers.positions import process_position_publisher
 from koholint.planning.backends import Backend, make_backend
 from koholint.planning.llm import TEXT_ROUTES
 from koholint.store import open_store
@@ -160,4 +163,9 @@ def wrap_train_env(
             every=config.export_every_episodes,
             segment_steps=config.segment_steps,
         )
+    if deployment.redis_url:  # the console's live map: every 32nd step, never stalls sampling
+        env = PositionPublisherWrapper(
+            env, process_position_publisher(deployment.redis_url), run=config.run,
+            env_id=f"{os.getpid()}-{index}",
+        )  # fmt: skip
     return env
