@@ -104,6 +104,29 @@ def _numpy_forward(layers: list[tuple[np.ndarray, np.ndarray]], inputs: np.ndarr
     return hidden
 
 
+def _fused_layers(
+    first: list[tuple[np.ndarray, np.ndarray]], second: list[tuple[np.ndarray, np.ndarray]]
+) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Two MLPs of the same shape as one: the first layer's weights side by side, the others
+    block-diagonal, so one pass computes both outputs (``[first | second]``) with half the
+    numpy calls: at one observation a step the calls, not the arithmetic, cost the time."""
+    fused = []
+    for index, ((weight_a, bias_a), (weight_b, bias_b)) in enumerate(
+        zip(first, second, strict=True)
+    ):
+        if index == 0:
+            weight = np.ascontiguousarray(np.concatenate([weight_a, weight_b], axis=1))
+        else:
+            weight = np.zeros(
+                (weight_a.shape[0] + weight_b.shape[0], weight_a.shape[1] + weight_b.shape[1]),
+                np.float32,
+            )
+            weight[: weight_a.shape[0], : weight_a.shape[1]] = weight_a
+            weight[weight_a.shape[0] :, weight_a.shape[1] :] = weight_b
+        fused.append((weight, np.concatenate([bias_a, bias_b])))
+    return fused
+
+
 def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
     return nn.Sequential(
         nn.Linear(inputs, hidden),
@@ -147,19 +170,31 @@ class Rnd:
         self.observation_stats = RunningMeanStd((config.observation_size,))
         self.return_stats = RunningMeanStd()
         self._running_return = 0.0
+        self._refresh_normalisation()
+        self._refresh_fused()
+
+    def _refresh_fused(self) -> None:
+        """Both networks as one (a copy: refreshed after every predictor step)."""
+        self._fused = _fused_layers(self._target_layers, self._predictor_layers)
+
+    def _refresh_normalisation(self) -> None:
+        """The observation statistics as float32 shift and scale: they change only in
+        ``train``, and per-step inference in float32 skips two float64 passes and a sqrt."""
+        self._shift = self.observation_stats.mean.astype(np.float32)
+        self._scale = (1.0 / self.observation_stats.std).astype(np.float32)
 
     def _normalise(self, observations: np.ndarray) -> np.ndarray:
-        scaled = (observations - self.observation_stats.mean) / self.observation_stats.std
-        clipped: np.ndarray = np.clip(scaled, -5.0, 5.0).astype(np.float32)
+        scaled = (np.asarray(observations, np.float32) - self._shift) * self._scale
+        clipped: np.ndarray = np.clip(scaled, -5.0, 5.0, out=scaled)
         return clipped
 
     def errors(self, observations: np.ndarray) -> np.ndarray:
         """Raw prediction errors (mean squared, per observation)."""
-        inputs = self._normalise(observations)
-        difference = _numpy_forward(self._predictor_layers, inputs) - _numpy_forward(
-            self._target_layers, inputs
-        )
-        errors: np.ndarray = np.square(difference).mean(axis=1)
+        outputs = _numpy_forward(self._fused, self._normalise(observations))
+        embedding = self.config.embedding
+        difference = outputs[:, embedding:] - outputs[:, :embedding]  # predictor - target
+        # sum / size: the mean without np.mean's Python-level wrapper (a few us a call)
+        errors: np.ndarray = np.square(difference).sum(axis=1) / embedding
         return errors
 
     def intrinsic_rewards(self, observations: np.ndarray) -> np.ndarray:
@@ -173,9 +208,11 @@ class Rnd:
     def train(self, observations: np.ndarray) -> float:
         """Update the observation statistics and take one predictor step; returns the loss."""
         self.observation_stats.update(observations)
+        self._refresh_normalisation()
         inputs = torch.from_numpy(self._normalise(observations))
         loss = (self.predictor(inputs) - self.target(inputs)).pow(2).mean()
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
+        self._refresh_fused()
         return float(loss.detach())
