@@ -19,7 +19,7 @@ from console.app import create_app
 from console.config import Settings
 from env_sim.app import create_app as create_env_sim
 from env_sim.config import Settings as EnvSimSettings
-from koholint.bus import POSITIONS_MAX_LENGTH, RedisBus
+from koholint.bus import POSITIONS_MAX_LENGTH, STREAM_POSITIONS, RedisBus
 from koholint.env.wrappers import PositionPublisher, PositionPublisherWrapper
 from koholint.env.wrappers.positions import RedisFrameChannel
 from koholint.env.zelda import ZeldaEnv
@@ -107,11 +107,18 @@ def browser_page() -> Iterator[object]:
         browser.close()
 
 
-def test_live_map_watch_and_run_control(
-    serve, browser_page, stream, map_cache_dir, tmp_path, artifacts
-):
+def _dots(page: object, run: str) -> list[list[object]]:
+    """The dots of one run's envs: [id, x, y] on the canvas (other tests may publish too)."""
+    script = f"window.koholint.dots().filter(d => d.id.split('/')[1] === {run!r}).map(d => [d.id, d.cx, d.cy])"
+    return sorted(page.evaluate(script))  # type: ignore[attr-defined]
+
+
+def test_live_map_watch_and_run_control(serve, browser_page, map_cache_dir, tmp_path, artifacts):
     page = browser_page
-    trainer = serve(create_trainer(TrainerSettings(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))))  # fmt: skip
+    # The trainer's envs publish on the fleet's stream: runs are told apart by their unique names.
+    stream = STREAM_POSITIONS
+    trainer = serve(create_trainer(TrainerSettings(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"),
+                                                   redis_url="redis://127.0.0.1:6379/0")))  # fmt: skip
     env_sim = serve(create_env_sim(EnvSimSettings(store_url=str(tmp_path / "sim"), workers=1)))
     console = serve(
         create_app(
@@ -129,22 +136,24 @@ def test_live_map_watch_and_run_control(
         page.goto(console + "/")
         # The map: every room drawn from the ROM, and the envs' dots.
         page.wait_for_function("window.koholint.world.rooms.size >= 13", timeout=120_000)
-        page.wait_for_function("window.koholint.dots().length >= 2", timeout=30_000)
+        page.wait_for_function(
+            f"window.koholint.dots().filter(d => d.id.includes({run!r})).length >= 2",
+            timeout=30_000,
+        )
         # Rooms an agent reported before the map loaded get the ROM's image too.
         page.wait_for_function(
             "[...window.koholint.world.rooms.values()].every(room => room.image)", timeout=30_000
         )
-        first = page.evaluate("window.koholint.dots().map(d => [d.id, d.cx, d.cy])")
+        first = _dots(page, run)
         page.wait_for_timeout(3000)
-        later = page.evaluate("window.koholint.dots().map(d => [d.id, d.cx, d.cy])")
+        later = _dots(page, run)
         assert {dot[0] for dot in first} == {f"trainer/{run}/0", f"trainer/{run}/1"}
-        moved = [a for a, b in zip(sorted(first), sorted(later), strict=True) if a[1:] != b[1:]]
+        moved = [a for a, b in zip(first, later, strict=True) if a[1:] != b[1:]]
         assert moved, "no dot moved in 3 s while the envs played"
-        assert page.evaluate("window.koholint.world.envs.size") == 2
         page.screenshot(path=str(artifacts / "map.png"))
 
         # Clicking a dot opens its live frames.
-        dot = page.evaluate("window.koholint.dots()[0]")
+        dot = page.evaluate(f"window.koholint.dots().find(d => d.id === 'trainer/{run}/0')")
         page.mouse.click(dot["x"], dot["y"])
         page.wait_for_selector("#watch:not([hidden])")
         assert page.inner_text("#watch-name") == dot["id"]
@@ -158,20 +167,32 @@ def test_live_map_watch_and_run_control(
     # Runs: the form comes from the trainer's schema; start, see it listed, stop it.
     page.click("nav button[data-tab=runs]")
     page.wait_for_selector("#run-fields input[name=total_env_steps]")
-    page.fill("#run-fields input[name=run]", "from-page")
+    run_name = f"page-{uuid.uuid4().hex[:8]}"
+    page.fill("#run-fields input[name=run]", run_name)
     for name, value in RUN_FIELDS.items():
         page.fill(f"#run-fields input[name={name}]", value)
     page.click("#run-start")
-    page.wait_for_selector("#runs-table tr[data-run=from-page]", timeout=20_000)
+    page.wait_for_selector(f"#runs-table tr[data-run={run_name}]", timeout=20_000)
     assert page.inner_text("#run-error") == ""
     page.wait_for_selector(
-        "#runs-table tr[data-run=from-page][data-state=running]", timeout=180_000
+        f"#runs-table tr[data-run={run_name}][data-state=running]", timeout=180_000
     )
     page.screenshot(path=str(artifacts / "runs.png"))
-    page.click("#runs-table tr[data-run=from-page] button.stop")
+    # The run's own envs on the map: their dots move while it trains.
+    page.click("nav button[data-tab=map]")
+    page.wait_for_function(
+        f"window.koholint.dots().filter(d => d.id.includes({run_name!r})).length >= 1",
+        timeout=60_000,
+    )
+    training = _dots(page, run_name)
+    page.wait_for_timeout(4000)
+    assert _dots(page, run_name) != training, "the training run's dots did not move"
+    page.screenshot(path=str(artifacts / "training.png"))
+    page.click("nav button[data-tab=runs]")
+    page.click(f"#runs-table tr[data-run={run_name}] button.stop")
     page.wait_for_selector(
-        "#runs-table tr[data-run=from-page][data-state=finished], "
-        "#runs-table tr[data-run=from-page][data-state=stopped]",
+        f"#runs-table tr[data-run={run_name}][data-state=finished], "
+        f"#runs-table tr[data-run={run_name}][data-state=stopped]",
         timeout=180_000,
     )
     page.wait_for_selector("#checkpoints-table tbody tr", timeout=30_000)
