@@ -51,6 +51,8 @@ class CellRecord:
     chosen: int = 0
     found_order: int = 0
     level: int = 0
+    score: float = 0.0
+    """compared after the level, before the steps (phase 1's prefer_health: hearts)"""
 
     def weight(
         self,
@@ -69,10 +71,13 @@ class CellRecord:
         below = 0 if top_level is None else max(top_level - self.level, 0)
         return float(counts * level_base**-below)
 
-    def better_than(self, level: int, steps: int, episode_return: float) -> bool:
-        """Whether (level, steps, return) beats this record: higher level, then fewer steps,
-        then a higher return."""
-        return (level, -steps, episode_return) > (self.level, -self.steps, self.episode_return)
+    def better_than(
+        self, level: int, steps: int, episode_return: float, score: float = 0.0
+    ) -> bool:
+        """Whether (level, score, steps, return) beats this record: higher level, then a
+        higher score, then fewer steps, then a higher return."""
+        mine = (self.level, self.score, -self.steps, self.episode_return)
+        return (level, score, -steps, episode_return) > mine
 
 
 def cell_id(cell: Cell) -> str:
@@ -116,6 +121,7 @@ class Archive:
         *,
         level: int | None = None,
         trajectory: Callable[[], bytes] | None = None,
+        score: float = 0.0,
     ) -> bool:
         """Count a visit; keep the state when the cell is new or better reached (see
         CellRecord.better_than; `level` defaults to the cell's fourth entry). `state` and
@@ -125,15 +131,17 @@ class Archive:
         record = self.cells.get(cell)
         if record is not None:
             record.visits += 1
-            if not record.better_than(level, steps, episode_return):
+            if not record.better_than(level, steps, episode_return, score):
                 return False
             record.level, record.steps, record.episode_return = level, steps, episode_return
+            record.score = score
         else:
             if len(self.cells) >= self.max_cells:
                 return False
             record = CellRecord(
-                cell, cell_id(cell), steps, episode_return, found_order=len(self.cells), level=level
-            )
+                cell, cell_id(cell), steps, episode_return, found_order=len(self.cells),
+                level=level, score=score,
+            )  # fmt: skip
             self.cells[cell] = record
         self.top_level = max(self.top_level, level)
         self._states[record.state_id] = state()
@@ -147,6 +155,10 @@ class Archive:
     def best_steps(self) -> dict[Cell, int]:
         """The fewest steps known to reach each cell."""
         return {cell: record.steps for cell, record in self.cells.items()}
+
+    def best_known(self) -> dict[Cell, tuple[float, int]]:
+        """(score, steps) of each cell's kept state: what a new state must beat."""
+        return {cell: (record.score, record.steps) for cell, record in self.cells.items()}
 
     def select(self, rng: np.random.Generator) -> CellRecord:
         """Draw a cell to restart from, by weight, and count the choice."""

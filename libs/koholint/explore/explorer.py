@@ -85,6 +85,9 @@ class ExploreConfig:
     """hybrid control with the rules planner: its macros play dialogs and the block puzzle
     where the policy switch fires (the trained policy gets the same)"""
     stop_at_win: bool = True
+    prefer_health: bool = False
+    """keep, per cell, the state with the most whole hearts before the fastest one: slower
+    trajectories, but ones that do not cross a fight at half a heart (phase 2's demo)"""
 
     def validate(self) -> None:
         if self.start_state not in ("start_of_play", None):
@@ -197,7 +200,7 @@ class Explorer:
         try:
             while not self._done():
                 batch = self._next_batch()
-                known = self.archive.best_steps()
+                known = self.archive.best_known()
                 reports = [runner.run(task, known) for task in batch.tasks]
                 self._merge(batch, reports)
         finally:
@@ -213,7 +216,7 @@ class Explorer:
             while not self._done() or pending:
                 while not self._done() and len(pending) < 2 * workers:
                     batch = self._next_batch()
-                    future = pool.submit(_run_batch, batch.tasks, self.archive.best_steps())
+                    future = pool.submit(_run_batch, batch.tasks, self.archive.best_known())
                     pending[future] = batch
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -243,7 +246,7 @@ class Explorer:
                 trajectory = parent + report.actions[: found.length]
                 self.archive.observe(
                     found.cell, task.steps + found.length, 0.0, _constant(found.state),
-                    level=found.level, trajectory=_constant(trajectory),
+                    level=found.level, trajectory=_constant(trajectory), score=found.score,
                 )  # fmt: skip
             for name, length in report.milestones.items():
                 reached = offset + length
@@ -291,6 +294,7 @@ def _make_runner(config: ExploreConfig) -> Runner:
         frame_skip=config.frame_skip, tile_bin=config.tile_bin, run_steps=config.run_steps,
         repeat_probability=config.repeat_probability, planner=config.planner,
         actions=ALL_ACTIONS if config.start_state is None else PLAY_ACTIONS,
+        prefer_health=config.prefer_health,
     )  # fmt: skip
 
 
@@ -304,7 +308,7 @@ def _init_worker(config: ExploreConfig) -> None:
     Finalize(_WORKER_RUNNER, _WORKER_RUNNER.close, exitpriority=10)
 
 
-def _run_batch(tasks: list[RunTask], known: dict[Cell, int]) -> list[RunReport]:
+def _run_batch(tasks: list[RunTask], known: dict[Cell, tuple[float, int]]) -> list[RunReport]:
     if _WORKER_RUNNER is None:
         raise RuntimeError("worker not initialised: run batches through Explorer's pool")
     return [_WORKER_RUNNER.run(task, known) for task in tasks]

@@ -57,6 +57,7 @@ class Found:
     level: int
     length: int
     state: bytes
+    score: float = 0.0
 
 
 @dataclass
@@ -103,7 +104,9 @@ class Runner:
         repeat_probability: float,
         planner: bool = True,
         actions: bytes = PLAY_ACTIONS,
+        prefer_health: bool = False,
     ) -> None:
+        self.prefer_health = prefer_health
         self.actions = np.frombuffer(actions, np.uint8)
         self.env = exploration_env(
             frame_skip=frame_skip, max_episode_steps=2 * run_steps + 2, planner=planner
@@ -114,8 +117,9 @@ class Runner:
         self.run_steps = run_steps
         self.repeat_probability = repeat_probability
 
-    def run(self, task: RunTask, known: dict[Cell, int]) -> RunReport:
-        """Explore from `task`; `known` (cell -> fewest steps) is updated with what is saved."""
+    def run(self, task: RunTask, known: dict[Cell, tuple[float, int]]) -> RunReport:
+        """Explore from `task`; `known` (cell -> (score, steps) of the kept state, see
+        Archive.best_known) is updated with what is saved."""
         env, zelda, rng = self.env, self.zelda, np.random.default_rng(task.seed)
         env.reset(options={"start_state": task.state})
         draws = rng.random(self.run_steps)
@@ -140,12 +144,15 @@ class Runner:
                 continue
             cell, level = cell_of(raw, self.tile_bin)
             steps = task.steps + len(actions)
-            if steps >= known.get(cell, steps + 1):
+            score = float(raw.health >> 3) if self.prefer_health else 0.0  # whole hearts
+            best = known.get(cell)
+            if best is not None and (score, -steps) <= (best[0], -best[1]):
                 continue
             if self.planner and not switch_at_rest(zelda.gameboy.memory, raw):
                 continue
-            known[cell] = steps
-            report.found.append(Found(cell, level, len(actions), zelda.gameboy.save_state()))
+            known[cell] = (score, steps)
+            state = zelda.gameboy.save_state()
+            report.found.append(Found(cell, level, len(actions), state, score))
             for name in reached_milestones(zelda.gameboy.memory, raw) - seen_milestones:
                 report.milestones.setdefault(name, len(actions))
         if report.win is not None:

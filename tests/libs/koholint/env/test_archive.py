@@ -139,3 +139,13 @@ def test_trajectories_are_kept_with_their_states_and_persist(tmp_path: Path):
     archive.observe(cell, 2, 0.0, lambda: b"t")  # improved without a trajectory: none is kept
     with pytest.raises(LookupError, match="no trajectory"):
         Archive().trajectory(record)
+
+
+def test_a_higher_score_beats_fewer_steps_within_a_level():
+    archive = Archive()
+    cell = (VILLAGE, 1, 1, 0)
+    archive.observe(cell, 10, 0.0, lambda: b"fast, half a heart", score=0)
+    assert archive.observe(cell, 50, 0.0, lambda: b"slow, three hearts", score=3)
+    assert not archive.observe(cell, 5, 0.0, lambda: b"faster, one heart", score=1)
+    assert archive.state(archive.cells[cell]) == b"slow, three hearts"
+    assert archive.best_known() == {cell: (3, 50)}

@@ -70,7 +70,7 @@ def test_a_run_reports_new_cells_whose_states_match_their_actions():
     assert len(report.actions) == 60
     assert report.found
     assert [found.length for found in report.found] == sorted(f.length for f in report.found)
-    assert all(known[found.cell] == found.length for found in report.found)
+    assert all(known[found.cell] == (0.0, found.length) for found in report.found)
     for found in (report.found[0], report.found[-1]):
         assert restored_hash(found.state) == replayed_hash(report.actions[: found.length])
     again = runner.run(RunTask(state, 0, seed=3), known)  # same seed: nothing new or faster
@@ -136,3 +136,16 @@ def test_phase_one_wins_and_the_trajectory_replays_to_the_credits(tmp_path: Path
     demo = winning_demo(result.trajectory, every=64)  # planner takeovers and all
     assert demo[0].step == 0
     assert demo[-1].step > len(result.trajectory) - 2 * 64
+
+
+def test_prefer_health_keeps_the_hearts_of_each_saved_state():
+    start = env_at("start_of_play")
+    state = start.gameboy.save_state()
+    start.close()
+    runner = Runner(
+        frame_skip=4, tile_bin=16, run_steps=40, repeat_probability=0.9, prefer_health=True
+    )
+    report = runner.run(RunTask(state, 0, seed=3), {})
+    runner.close()
+    assert report.found
+    assert {found.score for found in report.found} == {3.0}  # three full hearts at the start
