@@ -159,9 +159,15 @@ def cmd_cartridge_record(args: argparse.Namespace) -> int:
 def cmd_schemas_export(args: argparse.Namespace) -> int:
     from koholint.game.state import game_state_schema_json, schema_path
     from koholint.schemas.evaluator import schema_files as score_schema_files
+    from koholint.schemas.positions import schema_files as position_schema_files
 
     stale = 0
-    for path, text in [(schema_path(), game_state_schema_json()), *score_schema_files()]:
+    files = [
+        (schema_path(), game_state_schema_json()),
+        *score_schema_files(),
+        *position_schema_files(),
+    ]
+    for path, text in files:
         if not args.check:
             path.write_text(text)
             print(f"wrote {path}")

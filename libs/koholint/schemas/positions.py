@@ -8,7 +8,10 @@ view, not a record. Envs build the event as a plain dict (``position_event``) on
 
 from __future__ import annotations
 
+import json
 import time
+from importlib import resources
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -78,3 +81,10 @@ def position_event(
         "progress": int(progress), "episode_step": int(episode_step), "rooms": int(rooms),
         "sent_at": time.time(),
     }  # fmt: skip
+
+
+def schema_files() -> list[tuple[Path, str]]:
+    """(checked-in path, current text) of the PositionEvent JSON Schema."""
+    folder = Path(str(resources.files("koholint") / "schemas"))
+    text = json.dumps(PositionEvent.model_json_schema(), indent=2, sort_keys=True) + "\n"
+    return [(folder / "position_event.schema.json", text)]
