@@ -17,7 +17,7 @@ from console.config import Settings
 from console.fleet import Fleet
 from console.metrics import Metrics
 from console.relay import PositionHub
-from console.routes import archive, fleet, map, page, positions, runs, watch
+from console.routes import archive, fleet, judges, map, page, positions, runs, watch
 from console.routes.page import STATIC_DIR
 from console.worldmap import MapCache
 from koholint.clients import ServiceError
@@ -68,6 +68,7 @@ def create_app(
             watch.router,
             runs.router,
             archive.router,
+            judges.router,
             fleet.router,
         ],
         registry=metrics.registry,

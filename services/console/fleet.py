@@ -85,6 +85,13 @@ class Fleet:
     async def sessions(self) -> dict[str, Any]:
         return (await self.get("env-sim", "/v1/sessions")).json()  # type: ignore[no-any-return]
 
+    async def scores(self, run: str, limit: int) -> Any:
+        path = f"/v1/scores?run={quote(run)}&limit={limit}"
+        return (await self.get("evaluator", path)).json()
+
+    async def reward_models(self) -> dict[str, Any]:
+        return (await self.get("reward-model", "/v1/models")).json()  # type: ignore[no-any-return]
+
     async def health(self) -> list[dict[str, Any]]:
         """Each service's liveness and readiness (not deployed when it has no URL)."""
         return list(await asyncio.gather(*(self._health(name) for name in SERVICES)))

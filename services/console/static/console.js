@@ -511,12 +511,38 @@ async function refreshFleet() {
     ? `positions stream ${p.stream}: ${p.connected ? "connected" : "not connected"}, ${p.clients} browsers`
     : "positions stream: no Redis configured (KOHOLINT_CONSOLE_REDIS_URL)";
   const byName = Object.fromEntries(fleet.services.map((s) => [s.service, s]));
-  $("#judges").textContent = byName.evaluator.deployed
-    ? `evaluator at ${byName.evaluator.url}: ${byName.evaluator.ready ? "ready" : "not ready"}`
-    : "The evaluator (judges) is not deployed.";
-  $("#reward-models").textContent = byName["reward-model"].deployed
-    ? `reward-model at ${byName["reward-model"].url}: ${byName["reward-model"].ready ? "ready" : "not ready"}`
-    : "The reward-model service is not deployed.";
+  if (byName.evaluator.deployed) refreshScores(); else $("#judges").textContent = "The evaluator (judges) is not deployed.";
+  if (byName["reward-model"].deployed) refreshRewardModels();
+  else $("#reward-models").textContent = "The reward-model service is not deployed.";
+}
+
+function table(headers, rows) {
+  const element = document.createElement("table");
+  element.append(row(headers), ...rows.map(row));
+  element.querySelector("tr").querySelectorAll("td").forEach((td) => { td.style.fontWeight = "bold"; });
+  return element;
+}
+
+async function refreshScores() {
+  if (!selectedRun) { $("#judges").textContent = "no run yet: the judges score a run's exported segments"; return; }
+  try {
+    const {scores} = await getJson(`/v1/judges/scores?run=${encodeURIComponent(selectedRun)}&limit=20`);
+    const rows = scores.slice().reverse().map((s) => [s.prefix, s.label ?? "–", fmt(s.score),
+      s.judges.map((j) => `${j.judge}: ${j.abstained ? "abstained" : `${j.label} ${fmt(j.score)}`}`).join("; ")]);
+    $("#judges").replaceChildren(rows.length ? table(["segment", "label", "score", "votes"], rows)
+      : `no scored segments of ${selectedRun} yet`);
+  } catch (error) { $("#judges").textContent = `scores: ${error.message}`; }
+}
+
+async function refreshRewardModels() {
+  try {
+    const {models, segments} = await getJson("/v1/reward-models");
+    const rows = models.slice().reverse().map((m) => [m.version, fmt(m.heldout_accuracy), String(m.pairs),
+      m.encoder_version, new Date(m.created_at * 1000).toISOString()]);
+    $("#reward-models").replaceChildren(rows.length
+      ? table(["version", "held-out accuracy", "pairs", "encoder", "created"], rows)
+      : `no version published yet (${segments} scored segments in the dataset)`);
+  } catch (error) { $("#reward-models").textContent = `reward models: ${error.message}`; }
 }
 
 // -- start ---------------------------------------------------------------------------

@@ -294,3 +294,30 @@ async def test_archive_heat_from_the_trainers_store(map_cache_dir, tmp_path, any
     assert (
         await _call(create_app(_settings(map_cache_dir)), "GET", "/v1/archive/r1")
     ).status_code == 503
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_judges_and_reward_models_are_proxied(map_cache_dir, anyio_backend):
+    calls: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        calls.append(request)
+        if request.url.host == "evaluator":
+            return httpx.Response(200, json=[{"prefix": "episodes/r1/e/0", "score": 6.0}])
+        return httpx.Response(200, json={"models": [], "segments": 3})
+
+    settings = _settings(
+        map_cache_dir, evaluator_url="http://evaluator", reward_model_url="http://rm"
+    )
+    app = create_app(settings, transport=httpx.MockTransport(answer))
+    scores = (await _call(app, "GET", "/v1/judges/scores", params={"run": "r1", "limit": 5})).json()
+    assert scores["scores"][0]["score"] == 6.0
+    assert str(calls[-1].url) == "http://evaluator/v1/scores?run=r1&limit=5"
+    assert (await _call(app, "GET", "/v1/reward-models")).json()["segments"] == 3
+    assert (await _call(app, "GET", "/v1/judges/scores", params={"run": "a&b"})).status_code == 422
+    assert (
+        await _call(app, "GET", "/v1/judges/scores", params={"run": "r1", "limit": 500})
+    ).status_code == 422
+    undeployed = await _call(create_app(_settings(map_cache_dir)), "GET", "/v1/reward-models")
+    assert "KOHOLINT_CONSOLE_REWARD_MODEL_URL" in undeployed.json()["detail"]

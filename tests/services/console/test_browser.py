@@ -103,7 +103,10 @@ def browser_page() -> Iterator[object]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1400, "height": 900})
+        errors: list[str] = []
+        page.on("pageerror", lambda error: errors.append(str(error)))
         yield page
+        assert not errors, f"the page's script failed: {errors}"
         browser.close()
 
 
