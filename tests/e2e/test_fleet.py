@@ -86,6 +86,7 @@ def fleet(tmp_path: Path) -> Iterator[dict[str, str]]:
         for process in reversed(processes):
             process.terminate()
             process.wait(timeout=30)
+        client.delete(*STREAMS, *(stream + ".dead" for stream in STREAMS))
         client.close()
 
 
