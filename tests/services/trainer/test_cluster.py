@@ -5,6 +5,7 @@ worker node killed mid-run: RLlib's fault-tolerant env runners carry the run to 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -22,8 +23,6 @@ from koholint.env.archive import Archive
 from koholint.schemas.trainer import RunStatus
 from koholint.store import LocalStore
 from trainer.ledger import CheckpointLedger
-from trainer.ppo.config import Deployment, resolve
-from trainer.ppo.run import TrainingRun
 
 pytestmark = pytest.mark.slow
 
@@ -70,15 +69,6 @@ class Cluster:
     head_dir: str
     worker_dir: str
 
-    def worker_node_ids(self) -> set[str]:
-        import ray
-
-        return {
-            node["NodeID"]
-            for node in ray.nodes()
-            if node["Alive"] and self.worker_dir in node.get("RayletSocketName", "")
-        }
-
 
 def ray_start(arguments: list[str], environment: dict[str, str]) -> None:
     result = subprocess.run(
@@ -121,48 +111,66 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
         shutil.rmtree(worker_dir, ignore_errors=True)
 
 
-def env_runner_nodes() -> list[str]:
-    """The node of every live env runner (the GCS actor table: works without a dashboard)."""
-    from ray._private import state
+# The driver runs in a process of its own: Ray keeps per-process state (its auth mode among
+# it) from any earlier local run in this test process. It kills the worker node's processes
+# after the first iteration and prints what it saw as JSON.
+DRIVER = """
+import contextlib, json, os, signal, sys
+from pathlib import Path
+import ray
+from ray._private import state
+from trainer.ppo.config import Deployment, resolve
+from trainer.ppo.run import TrainingRun
 
-    return [
-        actor["Address"]["NodeID"]
-        for actor in state.actors().values()
-        if actor["ActorClassName"].endswith("EnvRunner") and actor["State"] == "ALIVE"
-    ]
+address, worker_dir, folder, settings = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(sys.argv[4])
+
+def runner_nodes():
+    # the GCS actor table: works without a dashboard
+    return [actor["Address"]["NodeID"] for actor in state.actors().values()
+            if actor["ActorClassName"].endswith("EnvRunner") and actor["State"] == "ALIVE"]
+
+def kill_node(folder):
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if (entry.isdigit() and int(entry) != os.getpid()  # this driver names it too
+                    and folder.encode() in Path(f"/proc/{entry}/cmdline").read_bytes()):
+                os.kill(int(entry), signal.SIGKILL)
+
+seen = {}
+def on_iteration(status):
+    if status.iterations == 1:
+        seen["worker_nodes"] = [node["NodeID"] for node in ray.nodes()
+                                if node["Alive"] and worker_dir in node.get("RayletSocketName", "")]
+        seen["nodes"] = runner_nodes()
+        kill_node(worker_dir)  # the worker node dies mid-run
+    else:
+        seen["alive_after"] = runner_nodes()
+        seen["steps_after"] = status.env_steps
+
+deployment = Deployment(store_url=str(folder / "store"), run_dir=str(folder / "runs"), ray_address=address)
+status = TrainingRun(resolve(settings, environ={}), deployment).run(on_iteration=on_iteration)
+print(json.dumps({"status": status.model_dump(mode="json"), **seen}))
+"""
 
 
 def test_training_spreads_over_two_nodes_and_survives_losing_the_worker(cluster, tmp_path):
-    deployment = Deployment(
-        store_url=str(tmp_path / "store"),
-        run_dir=str(tmp_path / "runs"),
-        ray_address=cluster.address,
-    )
-    config = resolve(RUN, environ={})
-    seen: dict[str, object] = {}
-
-    def on_iteration(status: RunStatus) -> None:
-        if status.iterations == 1:
-            workers = cluster.worker_node_ids()
-            seen["worker_nodes"] = workers
-            seen["nodes"] = env_runner_nodes()
-            seen["on_worker"] = sum(node in workers for node in seen["nodes"])
-            kill_all(processes_under(cluster.worker_dir))  # the worker node dies mid-run
-        elif status.iterations > 1:
-            seen["alive_after"] = env_runner_nodes()
-            seen["steps_after"] = status.env_steps
-
-    status = TrainingRun(config, deployment).run(on_iteration=on_iteration)
+    result = subprocess.run(
+        [sys.executable, "-c", DRIVER, cluster.address, cluster.worker_dir, str(tmp_path),
+         json.dumps(RUN)],
+        env=dict(os.environ), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-5000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    status = RunStatus.model_validate(seen["status"])
 
     assert len(seen["nodes"]) == 2, seen
-    assert seen["on_worker"] == 1, seen  # one env runner on each node
+    assert len(set(seen["nodes"]) & set(seen["worker_nodes"])) == 1, seen  # a runner per node
     assert status.state == "finished", status
     # Sampling went on without the worker's runner (RLlib restarts failed env runners where
     # there is room, and samples from the healthy ones meanwhile).
-    assert seen["steps_after"] == status.env_steps
+    assert seen["steps_after"] == status.env_steps >= RUN["total_env_steps"]
     assert seen["alive_after"]
     assert not set(seen["alive_after"]) & set(seen["worker_nodes"])
-    assert status.env_steps >= RUN["total_env_steps"]
     store = LocalStore(tmp_path / "store")
     checkpoints = CheckpointLedger(store, status.run).records
     assert len(checkpoints) == status.checkpoints >= 2
