@@ -32,6 +32,8 @@ def register(commands: argparse._SubParsersAction) -> None:
     explore.add_argument("--start", choices=("start_of_play", "power_on"), default="start_of_play",
                          help="where the trajectory starts")  # fmt: skip
     explore.add_argument("--out", default="runs/explore", help="folder for the win and summary")
+    explore.add_argument("--prefer-health", action="store_true",
+                         help="per cell, keep the state with the most hearts before the fastest")  # fmt: skip
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     explore.set_defaults(handler=cmd_explore)
 
@@ -42,8 +44,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     start = None if args.start == "power_on" else args.start
     config = ExploreConfig(
-        start_state=start, seed=args.seed, workers=args.workers, max_env_steps=args.max_env_steps
-    )
+        start_state=start, seed=args.seed, workers=args.workers,
+        max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
+    )  # fmt: skip
     try:
         config.validate()
     except ExploreConfigError as error:
