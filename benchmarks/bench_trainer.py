@@ -1,21 +1,34 @@
 """Benchmark the trainer's throughput against Stable-Baselines3 PPO and the bare env.
 
-    .venv/bin/python benchmarks/bench_trainer.py [--steps 16384]
+    .venv/bin/python benchmarks/bench_trainer.py [--steps 16384] [--connectors] [--nodes]
 
 In one run, batches of 1,024 env steps (2 envs x 512 or 8 envs x 128), minibatches of 256,
 4 epochs, torch on one thread: one koholint/Zelda-v1 stepped with random actions (the env's
-ceiling here); then for 2 and for 8 envs, Stable-Baselines3 PPO (DummyVecEnv) and the
-trainer (RLlib new API stack) with the same shapes — plain PPO (no curiosity, archive or
-export: what SB3 does) through RLlib's default connectors and through the trainer's lean
-sampling path, with 1 runner of 8 envs and 2 runners of 4, and the defaults with every
-feature. Prints env steps/s and the ratio to SB3 with the same number of envs.
+ceiling here); then for 2 and for 8 envs, Stable-Baselines3 PPO (DummyVecEnv; with 8 envs
+also SubprocVecEnv, one process per env: the fair multi-process comparison) and the trainer
+(RLlib new API stack) with the same shapes: plain PPO (no curiosity, archive or export: what
+SB3 does) and the defaults with every feature (RND curiosity, Go-Explore archive, export).
+``--connectors`` adds plain PPO through RLlib's default connectors (the lean sampling path's
+baseline); ``--nodes`` adds plain PPO 2 runners x 4 envs on a Ray cluster started with
+``ray start`` on this machine: one node with 2 CPUs, then two nodes with 1 CPU each (the same
+cores: the row shows the cost of a second node, not a speed-up). PufferLib is tried and its
+absence explained. Prints env steps/s and the ratio to SB3 (DummyVecEnv) with as many envs.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 
@@ -49,13 +62,18 @@ def shape(envs: int, runners: int = 1) -> dict[str, int]:
             "rollout_fragment_length": BATCH // envs}  # fmt: skip
 
 
-def stable_baselines(steps: int, envs: int) -> float:
+def make_env() -> ZeldaEnv:
+    return ZeldaEnv(ENV)
+
+
+def stable_baselines(steps: int, envs: int, processes: bool = False) -> float:
     import torch
     from stable_baselines3 import PPO
-    from stable_baselines3.common.vec_env import DummyVecEnv
+    from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv
 
     torch.set_num_threads(1)
-    vec = DummyVecEnv([lambda: ZeldaEnv(ENV) for _ in range(envs)])
+    vector = SubprocVecEnv if processes else DummyVecEnv
+    vec = vector([make_env for _ in range(envs)])
     model = PPO("MlpPolicy", vec, n_steps=BATCH // envs, batch_size=SHAPE["minibatch_size"],
                 n_epochs=SHAPE["num_epochs"], learning_rate=3e-4, device="cpu", seed=0, verbose=0)  # fmt: skip
     started = time.perf_counter()
@@ -65,13 +83,15 @@ def stable_baselines(steps: int, envs: int) -> float:
     return steps / elapsed
 
 
-def training(steps: int, **overrides: object) -> float:
+def training(steps: int, ray_address: str = "", **overrides: object) -> float:
     from trainer.ppo.config import Deployment, resolve
     from trainer.ppo.run import TrainingRun
 
     folder = tempfile.mkdtemp()
     config = resolve({"total_env_steps": steps, **overrides}, environ={})
-    deployment = Deployment(store_url=f"{folder}/store", run_dir=f"{folder}/runs")
+    deployment = Deployment(
+        store_url=f"{folder}/store", run_dir=f"{folder}/runs", ray_address=ray_address
+    )
     rates: list[float] = []
     TrainingRun(config, deployment).run(
         on_iteration=lambda status: rates.append(status.steps_per_second)
@@ -79,41 +99,124 @@ def training(steps: int, **overrides: object) -> float:
     return rates[-1]
 
 
+def pufferlib_absence() -> str:
+    """Why there is no PufferLib row (empty when it imports)."""
+    try:
+        import pufferlib  # noqa: F401
+    except ImportError:
+        return (
+            "PufferLib: not installed. pufferlib 3.0.0 (the current release) is a source "
+            "distribution whose build downloads Raylib from GitHub, which this machine cannot "
+            "reach (only package registries); 2.0.2, the last wheel, pins numpy==1.23.3, "
+            "gymnasium<=0.29.1 and gym<=0.23, which conflict with the project's numpy 2 and "
+            "gymnasium 1.2.2."
+        )
+    return "PufferLib imports, but this benchmark has no PufferLib row yet."
+
+
+def _ray_start(arguments: list[str], environment: dict[str, str]) -> None:
+    ray = str(Path(sys.executable).with_name("ray"))
+    command = [ray, "start", *arguments, "--num-gpus=0", "--disable-usage-stats"]
+    subprocess.run(command, env=environment, check=True, capture_output=True, timeout=120)
+
+
+def _processes_under(folder: str) -> set[int]:
+    pids = set()
+    for entry in os.listdir("/proc"):
+        with contextlib.suppress(OSError):
+            if entry.isdigit() and folder.encode() in Path(f"/proc/{entry}/cmdline").read_bytes():
+                pids.add(int(entry))
+    return pids
+
+
+@contextlib.contextmanager
+def local_cluster(cpus_per_node: list[int]) -> Iterator[str]:
+    """A Ray cluster on this machine, one ``ray start`` node per entry; yields its address."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    environment = {**os.environ, "RAY_AUTH_MODE": "disabled"}
+    environment["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "1"  # several nodes on one host
+    os.environ.update(RAY_AUTH_MODE="disabled", RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER="1")
+    folders = [tempfile.mkdtemp(prefix="kb-") for _ in cpus_per_node]
+    address = f"127.0.0.1:{port}"
+    try:
+        for index, (cpus, folder) in enumerate(zip(cpus_per_node, folders, strict=True)):
+            where = (
+                ["--head", f"--port={port}", "--include-dashboard=false"]
+                if index == 0
+                else [f"--address={address}"]
+            )
+            _ray_start([*where, "--node-ip-address=127.0.0.1", f"--num-cpus={cpus}", f"--temp-dir={folder}"], environment)  # fmt: skip
+        yield address
+    finally:
+        for folder in folders:
+            for pid in _processes_under(folder):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def cluster_row(steps: int, nodes: list[int]) -> float:
+    """Plain PPO on a `ray start` cluster, driven from a fresh process: Ray keeps per-process
+    state (its auth mode among it) from the local runs before."""
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("RAY_")}
+    command = [sys.executable, __file__, "--steps", str(steps), "--cluster", *map(str, nodes)]
+    result = subprocess.run(command, env=environment, capture_output=True, text=True, check=True)
+    return float(result.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=16384)
+    parser.add_argument("--connectors", action="store_true", help="add RLlib's default connectors")
+    parser.add_argument("--nodes", action="store_true", help="add 1 node vs 2 nodes rows")
+    parser.add_argument("--cluster", type=int, nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     steps = args.steps
+    if args.cluster:  # one cluster row, in a fresh process (see cluster_row)
+        with local_cluster(args.cluster) as address:
+            print(training(steps, ray_address=address, **shape(8, 2), **PLAIN))
+        return
     ceiling = baseline(steps)
     rows: list[tuple[str, float, float]] = [("one env, random actions (ceiling)", ceiling, 0.0)]
-    for envs in (2, 8):
-        sb3 = stable_baselines(steps, envs)
-        rows.append((f"Stable-Baselines3 PPO, {envs} envs", sb3, sb3))
-        runs = [(f"trainer, plain PPO, 1 runner x {envs} envs", shape(envs), PLAIN)]
-        if envs == 8:
-            runs = [
-                (
-                    "trainer, plain PPO, 1 runner x 8 envs, RLlib's connectors",
-                    shape(8),
-                    DEFAULT_SAMPLING,
-                ),
-                *runs,
-                (
-                    "trainer, plain PPO, 2 runners x 4 envs, RLlib's connectors",
-                    shape(8, 2),
-                    DEFAULT_SAMPLING,
-                ),
-                ("trainer, plain PPO, 2 runners x 4 envs (the default)", shape(8, 2), PLAIN),
-                ("trainer defaults: 2 runners x 4 envs, all features", shape(8, 2), {}),
-            ]
-        for name, shaped, settings in runs:
-            rows.append((name, training(steps, **shaped, **settings), sb3))
+    sb3 = stable_baselines(steps, 2)
+    rows.append(("Stable-Baselines3 PPO, 2 envs (DummyVecEnv)", sb3, sb3))
+    rows.append(
+        ("trainer, plain PPO, 1 runner x 2 envs", training(steps, **shape(2), **PLAIN), sb3)
+    )
+    sb3 = stable_baselines(steps, 8)
+    rows.append(("Stable-Baselines3 PPO, 8 envs (DummyVecEnv)", sb3, sb3))
+    subprocesses = stable_baselines(steps, 8, processes=True)
+    rows.append(("Stable-Baselines3 PPO, 8 envs (SubprocVecEnv)", subprocesses, sb3))
+    runs: list[tuple[str, dict[str, int], dict[str, object]]] = [
+        ("trainer, plain PPO, 2 runners x 4 envs (the default)", shape(8, 2), PLAIN),
+        ("trainer defaults: 2 runners x 4 envs, all features", shape(8, 2), {}),
+    ]
+    if args.connectors:
+        runs.append(
+            (
+                "trainer, plain PPO, 2 runners x 4 envs, RLlib's connectors",
+                shape(8, 2),
+                DEFAULT_SAMPLING,
+            )
+        )
+    for name, shaped, settings in runs:
+        rows.append((name, training(steps, **shaped, **settings), sb3))
+        print(rows[-1], flush=True)  # a row at a time: a later failure keeps the earlier ones
+    if args.nodes:
+        for label, nodes in (("1 node x 2 CPUs", [2]), ("2 nodes x 1 CPU", [1, 1])):
+            rate = cluster_row(steps, nodes)
+            rows.append(
+                (f"trainer, plain PPO, 2 runners x 4 envs, ray start cluster: {label}", rate, sb3)
+            )
     print(f"{steps} env steps each")
-    print("| run | env steps/s | vs SB3 (same envs) | vs ceiling |")
+    print("| run | env steps/s | vs SB3 DummyVecEnv (same envs) | vs ceiling |")
     print("| --- | ---: | ---: | ---: |")
-    for name, rate, sb3 in rows:
-        ratio = f"{rate / sb3:.2f}" if sb3 else ""
+    for name, rate, baseline_rate in rows:
+        ratio = f"{rate / baseline_rate:.2f}" if baseline_rate else ""
         print(f"| {name} | {rate:,.0f} | {ratio} | {rate / ceiling:.2f} |")
+    print(pufferlib_absence())
 
 
 if __name__ == "__main__":

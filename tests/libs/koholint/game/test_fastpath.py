@@ -10,7 +10,7 @@ from koholint.game import fastpath
 from koholint.game.emulator import Button, GameBoy
 from koholint.game.state import RAW_FIELDS, RawState
 
-pytestmark = pytest.mark.skipif(
+needs_compiled = pytest.mark.skipif(
     not fastpath.COMPILED,
     reason="koholint.game._fastpath is not built: make setup (python -m koholint.game.build_fastpath)",
 )
@@ -33,9 +33,11 @@ def wander(gameboy: GameBoy, frames: int, seed: int = 0) -> None:
 
 
 def test_the_compiled_module_is_built_for_the_installed_pyboy():
-    assert fastpath.COMPILED, "make setup builds it; without it the env runs the slower path"
+    """make setup builds it (CI runs make setup): this fails when the build is broken."""
+    assert fastpath.COMPILED, "python -m koholint.game.build_fastpath; else the env is slower"
 
 
+@needs_compiled
 def test_compiled_save_state_writes_the_bytes_pyboy_writes(gameboy):
     pyboy = gameboy._pyboy
     for seed in range(3):
@@ -46,6 +48,7 @@ def test_compiled_save_state_writes_the_bytes_pyboy_writes(gameboy):
         assert compiled == reference
 
 
+@needs_compiled
 def test_compiled_load_state_restores_what_pyboy_restores(gameboy):
     pyboy = gameboy._pyboy
     start = fastpath.save_state(pyboy)
@@ -59,12 +62,14 @@ def test_compiled_load_state_restores_what_pyboy_restores(gameboy):
     assert fastpath.save_state(pyboy) == start
 
 
+@needs_compiled
 def test_compiled_load_state_refuses_a_truncated_state(gameboy):
     state = fastpath.save_state(gameboy._pyboy)
     with pytest.raises(ValueError, match="ended early"):
         fastpath.load_state(gameboy._pyboy, state[: len(state) // 2])
 
 
+@needs_compiled
 def test_taps_read_what_raw_state_reads_and_encode_the_same_observation(gameboy):
     taps = fastpath.taps(gameboy._pyboy)
     observation = np.empty(OBSERVATION_SIZE, np.float32)
@@ -83,12 +88,14 @@ def test_taps_read_what_raw_state_reads_and_encode_the_same_observation(gameboy)
     assert len(seen) > 20  # the walk really visits different states
 
 
+@needs_compiled
 def test_taps_refuse_a_wrong_observation_buffer(gameboy):
     taps = fastpath.taps(gameboy._pyboy)
     with pytest.raises(ValueError, match="128"):
         taps.read(np.empty(64, np.float32))
 
 
+@needs_compiled
 def test_work_ram_slices_read_what_pyboy_memory_reads(gameboy):
     slices = fastpath.work_ram_slices(gameboy._pyboy, banked=False)
     for seed in range(5):
