@@ -369,7 +369,8 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self, applied: Action
     ) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         """``_transition`` through the compiled taps: one C call reads RAM, fills the
-        observation and gives the reward deltas; the RawState is built only when asked."""
+        observation, counts new rooms and cells, weighs the reward and builds ``info``; the
+        RawState is built only when asked."""
         observation = np.empty(OBSERVATION_SIZE, np.float32)
         config = self.config
         reward, terminated, changed, info = self._taps.transition(
