@@ -59,7 +59,7 @@ cartridge: $(INSTALLED) ## Build the open test cartridge ROM (needs sdcc)
 states: $(INSTALLED) ## Record the cartridge's save states into the package data
 	$(PY) -m koholint.cli cartridge record
 
-run: $(INSTALLED) ## Run the main job: koholint $RUN_ARGS (default: train)
+run: $(INSTALLED) $(FASTPATH) ## Run the main job: koholint $RUN_ARGS (default: train)
 	$(VENV)/bin/koholint $(RUN_ARGS)
 
 bench: $(INSTALLED) ## Benchmark the emulator on the cartridge

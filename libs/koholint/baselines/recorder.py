@@ -15,8 +15,6 @@ from koholint.game.emulator import Button, GameBoy
 from koholint.game.navigation import (
     DIRECTION_BUTTONS,
     FACING,
-    WALKABLE,
-    Metatile,
     NoPathError,
     edge_cells,
     find_path,
@@ -34,6 +32,7 @@ from koholint.game.ram import (
     RamAddress,
 )
 from koholint.game.states import STATE_NAMES
+from koholint.game.tiles import WALKABLE, Metatile
 from koholint.game.walkthrough import Walkthrough
 
 

@@ -14,9 +14,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from koholint.game.navigation import PICKUPS, SOLID, STAIRS, Metatile
 from koholint.game.ram import ENEMY_TYPES, EntityType
 from koholint.game.state import RawState
+from koholint.game.tiles import PICKUPS, SOLID, STAIRS, Metatile
 
 OBSERVATION_SIZE = 128
 ENTITY_BASE = 64

@@ -53,8 +53,7 @@ def _table(members: frozenset[int] | set[int]) -> bytes:
 
 def _tables() -> dict[str, Any]:
     """Lookup tables from the same sets the Python encoder uses (one source of truth)."""
-    # Imported here: navigation imports the emulator, which imports this module.
-    from koholint.game.navigation import PICKUPS, SOLID, STAIRS, Metatile
+    from koholint.game.tiles import PICKUPS, SOLID, STAIRS, Metatile
 
     return {
         "solid": _table({int(tile) for tile in SOLID}),

@@ -15,8 +15,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from koholint.game.navigation import Metatile
 from koholint.game.ram import InventoryItem
+from koholint.game.tiles import Metatile
 from koholint.planning.llm import (
     TEXT_ROUTES,
     CallLog,

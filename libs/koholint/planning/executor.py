@@ -14,15 +14,14 @@ from koholint.game.navigation import (
     DIRECTION_BUTTONS,
     FACING,
     STEPS,
-    WALKABLE,
     Cell,
-    Metatile,
     NoPathError,
     find_path,
     steer,
     tile_center,
 )
 from koholint.game.ram import DialogState, MotionState
+from koholint.game.tiles import WALKABLE, Metatile
 from koholint.planning.macros import (
     ITEM_IDS,
     AdvanceDialog,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import deque
 
-from koholint.game.navigation import STEPS, WALKABLE, Cell, Metatile, NoPathError, find_path
+from koholint.game.navigation import STEPS, Cell, NoPathError, find_path
+from koholint.game.tiles import WALKABLE, Metatile
 from koholint.planning.view import Tiles
 
 BLOCK_AREA = (range(1, 9), range(1, 7))

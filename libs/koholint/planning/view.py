@@ -12,7 +12,6 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from koholint.game.emulator import Emulator
-from koholint.game.navigation import Metatile
 from koholint.game.ram import (
     DIALOG_BOX_AT_BOTTOM,
     ROOM_HEIGHT,
@@ -23,6 +22,7 @@ from koholint.game.ram import (
     RoomFlag,
 )
 from koholint.game.state import GameState, RawState, count_visited_rooms
+from koholint.game.tiles import Metatile
 from koholint.schemas.fields import number_not_text
 
 Tiles = tuple[tuple[int, ...], ...]

@@ -156,8 +156,8 @@ def test_memory_is_bounded() -> None:
 
 
 def test_llm_dead_end_push_is_repaired(gameboy: GameBoy, scripted_llm: ScriptedLlm) -> None:
-    from koholint.game.navigation import Metatile
     from koholint.game.ram import RamAddress
+    from koholint.game.tiles import Metatile
 
     gameboy.reset("before_puzzle")
     gameboy.memory[RamAddress.ROOM_OBJECTS + 2 * 16 + 3] = Metatile.FLOOR

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from koholint.game.emulator import GameBoy
-from koholint.game.navigation import Metatile
 from koholint.game.ram import RamAddress, RoomFlag
+from koholint.game.tiles import Metatile
 from koholint.planning.executor import MacroExecutor
 from koholint.planning.macros import (
     AdvanceDialog,
