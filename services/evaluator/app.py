@@ -43,6 +43,7 @@ def create_app(settings: Settings | None = None, **parts: Any) -> FastAPI:
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
+        tracing_exporter=settings.tracing_exporter,
         description="A judge ensemble that scores the segments the trainer exports.",
     )
 

@@ -14,6 +14,7 @@ from koholint.planning.backends import Decision
 from koholint.planning.memory import SessionMemory
 from koholint.planning.view import Situation
 from koholint.schemas.planner import AutopilotRequest, DecideRequest
+from koholint.web.telemetry import tracing_event_hooks
 
 
 class PlannerError(ServiceError):
@@ -37,7 +38,10 @@ class PlannerClient:
         transport: httpx.BaseTransport | None = None,
     ) -> None:  # fmt: skip
         self.session = session
-        self.http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        self.http = httpx.Client(
+            base_url=base_url, timeout=timeout, transport=transport,
+            event_hooks=tracing_event_hooks(),
+        )  # fmt: skip
 
     def close(self) -> None:
         self.http.close()

@@ -35,6 +35,8 @@ from typing import Any, Generic, Literal, TypeVar
 import httpx
 from pydantic import BaseModel, ValidationError
 
+from koholint.web.telemetry import tracing_event_hooks
+
 ROUTES = ("vision", "dialog", "puzzle", "state")
 """The llm-d gateway's routes, one model behind each; defined here only."""
 TEXT_ROUTES = ("dialog", "puzzle", "state")
@@ -256,7 +258,9 @@ class LlmClient:
         self.breakers = {r: CircuitBreaker(breaker_threshold, breaker_reset_s) for r in routes}
         self.log = log if log is not None else CallLog()
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-        self._http = httpx.Client(headers=headers, transport=transport)
+        self._http = httpx.Client(
+            headers=headers, transport=transport, event_hooks=tracing_event_hooks()
+        )
         self._sleep = sleep
         self._rng = rng or random.Random()
 

@@ -2,12 +2,22 @@
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import sys
 from typing import Any
 
+import httpx
+
 LOG_FIELDS = ("service", "session", "rom", "event")
+CLIENT_SPAN = "koholint.client_span"  # request.extensions key of an outgoing call's span
+
+# The tracer of the service handling the current request (set per request by setup_tracing's
+# server hook); outgoing calls made for that request get client spans from it.
+_service_tracer: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "koholint_tracer", default=None
+)
 
 
 class JsonFormatter(logging.Formatter):
@@ -64,5 +74,63 @@ def setup_tracing(app: Any, service_name: str, exporter: Any = None) -> Any:
         raise ValueError(f"tracing exporter {exporter!r}: use 'none', 'console' or 'otlp'")
     else:
         provider.add_span_processor(SimpleSpanProcessor(exporter))
-    FastAPIInstrumentor.instrument_app(app, tracer_provider=provider)
+    tracer = provider.get_tracer(__name__)
+
+    def on_request(span: Any, scope: dict[str, Any]) -> None:
+        _service_tracer.set(tracer)
+
+    FastAPIInstrumentor.instrument_app(
+        app, tracer_provider=provider, server_request_hook=on_request
+    )
     return provider
+
+
+def _otel() -> tuple[Any, Any] | None:
+    """(opentelemetry.propagate, opentelemetry.trace), or None without OpenTelemetry."""
+    try:
+        from opentelemetry import propagate, trace
+    except ImportError:  # an optional dependency
+        return None
+    return propagate, trace
+
+
+def _inject_trace_context(request: httpx.Request) -> None:
+    """Request hook: a client span for the call (when a tracer is active: the serving app's, else
+    the global provider's) and the W3C trace context (traceparent) in the request's headers."""
+    otel = _otel()
+    if otel is None:
+        return
+    propagate, trace = otel
+    tracer = _service_tracer.get() or trace.get_tracer(__name__)
+    span = tracer.start_span(
+        request.method,
+        kind=trace.SpanKind.CLIENT,
+        attributes={
+            "http.request.method": request.method,
+            "url.full": str(request.url.copy_with(query=None)),
+            "server.address": request.url.host,
+            "server.port": request.url.port or (443 if request.url.scheme == "https" else 80),
+        },
+    )
+    if span.is_recording():
+        request.extensions[CLIENT_SPAN] = span
+    propagate.inject(request.headers, context=trace.set_span_in_context(span))
+
+
+def _end_client_span(response: httpx.Response) -> None:
+    """Response hook: the call's client span ends with the response's status."""
+    span = response.request.extensions.get(CLIENT_SPAN)
+    if span is None:
+        return
+    from opentelemetry.trace import Status, StatusCode
+
+    span.set_attribute("http.response.status_code", response.status_code)
+    if response.status_code >= 400:
+        span.set_status(Status(StatusCode.ERROR))
+    span.end()
+
+
+def tracing_event_hooks() -> dict[str, list[Any]]:
+    """httpx event hooks that carry the current trace into outgoing calls (no-op without
+    OpenTelemetry). A call that fails before any response leaves its client span unexported."""
+    return {"request": [_inject_trace_context], "response": [_end_client_span]}
