@@ -7,8 +7,8 @@ import json
 from collections import Counter
 from typing import Any
 
-from koholint.store import ObjectStore
-from koholint.web.problems import NotFoundError, UnprocessableError
+from koholint.store import ObjectStore, StoreError, validate_key
+from koholint.web.problems import NotFoundError, UnavailableError, UnprocessableError
 
 MAX_HEAT_CELLS = 20_000
 COVERAGE_BIN = 16  # pixels per cell side: the env's default coverage_bin, as the trainer uses it
@@ -17,10 +17,20 @@ COVERAGE_BIN = 16  # pixels per cell side: the env's default coverage_bin, as th
 def archive_heat(store: ObjectStore, run: str) -> dict[str, Any]:
     """Visits per (room, x bin, y bin), summed over progress levels; the most visited first."""
     key = f"archives/{run}/index.json"
-    if not store.exists(key):
-        raise NotFoundError(f"run {run!r} has no archive in the store (yet)", run=run)
     try:
-        cells = json.loads(store.get(key))["cells"]
+        validate_key(key)  # e.g. '..': no run of the trainer's is named so
+    except StoreError as error:
+        raise UnprocessableError(
+            f"run {run!r} is no run name", errors=[{"field": "path.run", "message": str(error)}]
+        ) from error
+    try:
+        if not store.exists(key):
+            raise NotFoundError(f"run {run!r} has no archive in the store (yet)", run=run)
+        data = store.get(key)
+    except StoreError as error:
+        raise UnavailableError(f"object store: {error}") from error
+    try:
+        cells = json.loads(data)["cells"]
         visits: Counter[tuple[int, int, int, int, int]] = Counter()
         for item in cells:
             (indoor, map_id, room), x_bin, y_bin, *_ = item["cell"]

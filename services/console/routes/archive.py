@@ -8,7 +8,7 @@ from fastapi import APIRouter, Path, Request
 from starlette.concurrency import run_in_threadpool
 
 from console.archive import archive_heat
-from console.fleet import ID_PATTERN
+from koholint.schemas.trainer import RUN_NAME_PATTERN
 from koholint.web.problems import UnavailableError, problem_responses
 
 router = APIRouter(prefix="/v1/archive", tags=["archive"])
@@ -16,7 +16,7 @@ router = APIRouter(prefix="/v1/archive", tags=["archive"])
 
 @router.get("/{run}", responses=problem_responses(404, 422, 503))
 async def get_archive_heat(
-    run: Annotated[str, Path(pattern=ID_PATTERN)], request: Request
+    run: Annotated[str, Path(pattern=RUN_NAME_PATTERN)], request: Request
 ) -> dict[str, Any]:
     """Visits per archive cell (room, 16-pixel bin) of a run, the most visited first."""
     store = request.app.state.store

@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from console.deps import FleetDep
-from console.fleet import ID_PATTERN
+from koholint.schemas.evaluator import RUN_PATTERN
 from koholint.web.problems import problem_responses
 
 router = APIRouter(tags=["judges"])
@@ -16,7 +16,7 @@ router = APIRouter(tags=["judges"])
 @router.get("/v1/judges/scores", responses=problem_responses(404, 422, 503))
 async def list_scores(
     fleet: FleetDep,
-    run: Annotated[str, Query(pattern=ID_PATTERN)],
+    run: Annotated[str, Query(pattern=RUN_PATTERN)],  # the evaluator's
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> dict[str, Any]:
     """A run's newest segment scores: the ensemble's label and score, each judge's vote."""

@@ -7,12 +7,13 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Path, Query
 
 from console.deps import ControlDep, FleetDep
-from console.fleet import ID_PATTERN
+from koholint.schemas.trainer import METRIC_PATTERN, RUN_NAME_PATTERN
 from koholint.web.problems import problem_responses
 
 router = APIRouter(tags=["runs"])
-RunName = Annotated[str, Query(pattern=ID_PATTERN)]
-RunPath = Annotated[str, Path(pattern=ID_PATTERN)]
+# The trainer's own patterns: a name it would refuse is the console's 422, not the trainer's.
+RunName = Annotated[str, Query(pattern=RUN_NAME_PATTERN)]
+RunPath = Annotated[str, Path(pattern=RUN_NAME_PATTERN)]
 MAX_SETTINGS = 64
 
 
@@ -63,7 +64,7 @@ async def list_checkpoints(fleet: FleetDep, run: RunName | None = None) -> dict[
 @router.get("/v1/checkpoints/best", responses=problem_responses(404, 503))
 async def best_checkpoint(
     fleet: FleetDep,
-    metric: Annotated[str, Query(pattern=r"^[a-z_]{1,64}$")],
+    metric: Annotated[str, Query(pattern=METRIC_PATTERN)],
     run: RunName | None = None,
 ) -> dict[str, Any]:
     """The checkpoint with the highest value of a metric."""
