@@ -6,6 +6,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.bus import STREAM_POSITIONS
+from koholint.web.telemetry import TracingExporter
 
 # The fleet's services the console may reach: it proxies their own APIs and nothing else.
 SERVICES = ("env-sim", "trainer", "planner", "evaluator", "reward-model", "llm-local")
@@ -56,15 +57,8 @@ class Settings(BaseSettings):
     map_cache_dir: str = Field("/tmp/koholint-console-map", description="rendered rooms, per ROM")
     proxy_timeout_seconds: float = Field(5.0, gt=0, le=60)
     max_body_bytes: int = Field(64 * 1024, ge=1024, description="request body limit")
-    tracing_exporter: str = Field("none", description="none | console | otlp")
+    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
     log_level: str = "INFO"
-
-    @field_validator("tracing_exporter")
-    @classmethod
-    def known_exporter(cls, value: str) -> str:
-        if value not in ("none", "console", "otlp"):
-            raise ValueError("use none, console or otlp")
-        return value
 
     @field_validator("control_token")
     @classmethod

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.bus import STREAM_POSITIONS
 from koholint.env.zelda import MAX_FRAME_SKIP
 from koholint.schemas.env_sim import MAX_BATCH
+from koholint.web.telemetry import TracingExporter
 
 
 class Settings(BaseSettings):
@@ -36,12 +37,5 @@ class Settings(BaseSettings):
     store_url: str = Field(
         "/tmp/koholint-env-sim-store", description="object store: a path, file:// or s3://"
     )
-    tracing_exporter: str = Field("none", description="none | console | otlp")
+    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
     log_level: str = "INFO"
-
-    @field_validator("tracing_exporter")
-    @classmethod
-    def known_exporter(cls, value: str) -> str:
-        if value not in ("none", "console", "otlp"):
-            raise ValueError("use none, console or otlp")
-        return value

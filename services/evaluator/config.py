@@ -7,6 +7,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.bus import STREAM_SCORES, STREAM_SEGMENTS
 from koholint.planning.backends import BACKENDS
+from koholint.web.telemetry import TracingExporter
 
 
 class Settings(BaseSettings):
@@ -42,15 +43,8 @@ class Settings(BaseSettings):
     max_running_jobs: int = Field(2, ge=1, le=64)
     max_jobs_kept: int = Field(256, ge=1, le=100_000)
     max_body_bytes: int = Field(256 * 1024, ge=1024)
-    tracing_exporter: str = Field("none", description="none | console | otlp")
+    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
     log_level: str = "INFO"
-
-    @field_validator("tracing_exporter")
-    @classmethod
-    def known_exporter(cls, value: str) -> str:
-        if value not in ("none", "console", "otlp"):
-            raise ValueError("use none, console or otlp")
-        return value
 
     @field_validator("backend")
     @classmethod

@@ -7,6 +7,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.planning.backends import BACKENDS
 from koholint.schemas.planner import MAX_AUTOPILOT_FRAMES, MAX_AUTOPILOT_MACROS
+from koholint.web.telemetry import TracingExporter
 
 
 class Settings(BaseSettings):
@@ -31,15 +32,8 @@ class Settings(BaseSettings):
     max_autopilot_frames: int = Field(60_000, ge=1, le=MAX_AUTOPILOT_FRAMES)
     max_body_bytes: int = Field(1024 * 1024, ge=1024)
     call_log_limit: int = Field(10_000, ge=1, le=1_000_000)
-    tracing_exporter: str = Field("none", description="none | console | otlp")
+    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
     log_level: str = "INFO"
-
-    @field_validator("tracing_exporter")
-    @classmethod
-    def known_exporter(cls, value: str) -> str:
-        if value not in ("none", "console", "otlp"):
-            raise ValueError("use none, console or otlp")
-        return value
 
     @field_validator("backend")
     @classmethod

@@ -6,6 +6,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.bus import STREAM_REWARD_MODELS, STREAM_SCORES
+from koholint.web.telemetry import TracingExporter
 
 
 class Settings(BaseSettings):
@@ -41,4 +42,5 @@ class Settings(BaseSettings):
     heldout_fraction: float = Field(0.2, gt=0, lt=1)
     seed: int = Field(0, ge=0, le=2**31 - 1)
     max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
+    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
     log_level: str = "INFO"

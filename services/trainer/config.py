@@ -11,6 +11,7 @@ import ipaddress
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from koholint.web.telemetry import TracingExporter
 from trainer.ppo.config import Deployment
 
 
@@ -38,7 +39,7 @@ class Settings(BaseSettings, Deployment):
         20, ge=1, le=10_000, description="finished and failed runs kept in memory (and /metrics)"
     )
     max_body_bytes: int = Field(64 * 1024, ge=1024, description="request body limit")
-    tracing_exporter: str = Field("none", description="none | console | otlp")
+    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
     log_level: str = "INFO"
 
     def deployment(self) -> Deployment:

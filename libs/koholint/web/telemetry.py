@@ -6,9 +6,12 @@ import contextvars
 import json
 import logging
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import httpx
+
+TracingExporter = Literal["none", "console", "otlp"]
+"""A service's ``tracing_exporter`` setting: off, spans printed, or OTLP (OTEL_EXPORTER_OTLP_*)."""
 
 LOG_FIELDS = ("service", "session", "rom", "event")
 CLIENT_SPAN = "koholint.client_span"  # request.extensions key of an outgoing call's span

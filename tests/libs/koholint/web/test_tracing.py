@@ -14,6 +14,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind
 
 import planner.app
+from console.config import Settings as ConsoleSettings
+from env_sim.config import Settings as EnvSimSettings
 from evaluator.config import Settings as EvaluatorSettings
 from koholint.clients.planner import PlannerClient
 from koholint.game.emulator import GameBoy
@@ -21,6 +23,8 @@ from koholint.planning.memory import SessionMemory
 from koholint.planning.view import read_view
 from koholint.web.telemetry import setup_tracing, tracing_event_hooks
 from planner.config import Settings
+from reward_model.config import Settings as RewardModelSettings
+from trainer.config import Settings as TrainerSettings
 
 
 def scripted_llm(exporter: InMemorySpanExporter) -> tuple[FastAPI, list[dict[str, str]]]:
@@ -112,8 +116,18 @@ def test_hooks_add_nothing_outside_a_trace() -> None:
     assert "traceparent" not in seen[0].headers
 
 
-@pytest.mark.parametrize("settings", [Settings, EvaluatorSettings])
+@pytest.mark.parametrize(
+    "settings",
+    [
+        Settings,
+        EvaluatorSettings,
+        ConsoleSettings,
+        EnvSimSettings,
+        RewardModelSettings,
+        TrainerSettings,
+    ],
+)
 def test_tracing_setting_is_checked(settings: Any) -> None:
     assert settings().tracing_exporter == "none"
-    with pytest.raises(ValueError, match="none, console or otlp"):
+    with pytest.raises(ValueError, match="'none', 'console' or 'otlp'"):
         settings(tracing_exporter="jaeger")
