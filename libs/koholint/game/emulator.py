@@ -12,15 +12,12 @@ only the last frame and only when asked, and sub-objects (``ram``, ``memory``).
 from __future__ import annotations
 
 import logging
-import warnings
 from enum import IntFlag
 from pathlib import Path
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")  # pysdl2's notice about its bundled SDL binaries
-    from pyboy import PyBoy
+from pyboy import PyBoy  # pysdl2's notice at import is filtered in koholint.game
 
 from koholint.game import fastpath
 from koholint.game.ram import RamReader
