@@ -10,9 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 import uuid
@@ -84,35 +81,6 @@ def copy_segments(source: Path, store: ObjectStore) -> list[str]:
 def local_store(segments_dir: Path, tmp_path: Path) -> LocalStore:
     shutil.copytree(segments_dir, tmp_path / "store")
     return LocalStore(tmp_path / "store")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint() -> Iterator[str]:
-    """moto's S3 server, a separate process speaking HTTP on a loopback port."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    else:
-        process.kill()
-        pytest.fail("moto server did not start")
-    yield f"127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=10)
 
 
 @pytest.fixture

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import free_port
 from tests.services.evaluator.conftest import (
     ACCESS,
     SECRET,
     copy_segments,
-    free_port,
     s3_url,
     verdict,
 )

@@ -3,9 +3,6 @@ server (a separate process speaking HTTP): scores in, a version out, the trainer
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
 import time
 import uuid
 
@@ -24,35 +21,6 @@ METRICS = (
     "reward_model_pairs", "reward_model_versions_total", "reward_model_heldout_accuracy",
     "reward_model_training_seconds_bucket", 'reward_model_rejected_total{reason="no_pairs"}',
 )  # fmt: skip
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    """moto's S3 server on a loopback port."""
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline:
-                process.kill()
-                pytest.fail("moto server did not start")
-            time.sleep(0.1)
-    yield f"127.0.0.1:{port}"
-    process.terminate()
-    process.wait(timeout=10)
 
 
 @pytest.fixture
