@@ -8,6 +8,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from koholint.env.export import EXPORT_COUNTS
+from koholint.schemas.trainer import ACTIVE_STATES
 from trainer.service import Trainer
 
 GAUGES = {
@@ -34,6 +35,11 @@ class RunCollector(Collector):
             "episode segments by outcome: written, dropped (export queue full), failed",
             labels=["run", "outcome"],
         )
+        # 1 while the run is starting, running or stopping: alerts on stopped steps use it to
+        # tell a stalled run from one that finished.
+        active = GaugeMetricFamily(
+            "trainer_run_active", "1 while the run is starting, running or stopping", labels=["run"]
+        )
         gauges = {
             name: GaugeMetricFamily(f"trainer_{name}", text, labels=["run"])
             for name, text in GAUGES.items()
@@ -41,6 +47,7 @@ class RunCollector(Collector):
         for run in runs:
             status = run.status
             steps.add_metric([status.run], status.env_steps)
+            active.add_metric([status.run], float(status.state in ACTIVE_STATES))
             for outcome in EXPORT_COUNTS:
                 exported.add_metric([status.run, outcome], status.export[outcome])
             for name, family in gauges.items():
@@ -49,4 +56,5 @@ class RunCollector(Collector):
                     family.add_metric([status.run], float(value))
         yield steps
         yield exported
+        yield active
         yield from gauges.values()

@@ -253,6 +253,8 @@ async def test_run_lifecycle_over_http(tmp_path: Path):
         assert created.status_code == 201, created.text
         busy = await http.post("/v1/runs", json={**TINY, "run": "other"})
         assert assert_problem(busy, 409)["active_run"] == "api"
+        # Ray takes seconds to start, so the run is still starting or running here.
+        assert 'trainer_run_active{run="api"} 1.0' in (await http.get("/metrics")).text
         again = await http.post("/v1/runs", json={})
         assert_problem(again, 409)
         for _ in range(240):
@@ -270,6 +272,7 @@ async def test_run_lifecycle_over_http(tmp_path: Path):
         assert f'trainer_env_steps_total{{run="api"}} {float(status["env_steps"])}' in metrics
         assert 'trainer_export_segments_total{outcome="dropped",run="api"} 0.0' in metrics
         assert 'trainer_archive_cells{run="api"}' in metrics
+        assert 'trainer_run_active{run="api"} 0.0' in metrics
         listed = (await http.get("/v1/checkpoints")).json()  # the latest run by default
         assert listed["run"] == "api"
         assert listed["checkpoints"]
