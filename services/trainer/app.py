@@ -16,7 +16,8 @@ from trainer.routes import checkpoints, runs
 from trainer.service import Trainer
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, span_exporter: object = None) -> FastAPI:
+    """`span_exporter`: an OpenTelemetry SpanExporter instead of the tracing_exporter setting."""
     settings = settings or Settings()
     if not is_loopback(settings.host) and not settings.token.get_secret_value():
         raise RuntimeError(
@@ -44,7 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         registry=registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
-        tracing_exporter=settings.tracing_exporter,
+        tracing_exporter=span_exporter or settings.tracing_exporter,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Mapping
@@ -15,6 +16,7 @@ from koholint.web.problems import (
     UnavailableError,
     UnprocessableError,
 )
+from koholint.web.telemetry import BackgroundSpan
 from trainer.config import Settings
 from trainer.ledger import CheckpointLedger, UnknownCheckpointError
 from trainer.ppo.config import TrainConfigError, resolve
@@ -71,8 +73,13 @@ class Trainer:
         with self._lock:
             self._prune()
             self.runs[run.config.run] = run
+            span = BackgroundSpan(
+                "training run",
+                {"koholint.run": run.config.run, "koholint.total_env_steps": run.config.total_env_steps,
+                 "koholint.phase": run.config.phase},
+            )  # fmt: skip
             self._thread = threading.Thread(
-                target=self._run, args=(run,), name=f"train-{run.config.run}", daemon=True
+                target=self._run, args=(run, span), name=f"train-{run.config.run}", daemon=True
             )
             self._thread.start()
         return run
@@ -84,11 +91,17 @@ class Trainer:
             del self.runs[name]
 
     @staticmethod
-    def _run(run: TrainingRun) -> None:
-        try:
-            run.run()
-        except Exception:  # recorded in run.status (state failed, error); logged by the run
-            return
+    def _run(run: TrainingRun, span: BackgroundSpan) -> None:
+        with span:  # the run's span: a child of the POST /v1/runs that started it
+            # A failure is recorded in run.status (state failed, error) and logged by the run.
+            with contextlib.suppress(Exception):
+                run.run()
+            span.set_attributes(
+                {"koholint.state": run.status.state, "koholint.env_steps": run.status.env_steps,
+                 "koholint.iterations": run.status.iterations}
+            )  # fmt: skip
+            if run.status.state == "failed":
+                span.fail(run.status.error or "failed")
 
     def get(self, name: str) -> TrainingRun:
         if name not in self.runs:

@@ -88,6 +88,48 @@ def setup_tracing(app: Any, service_name: str, exporter: Any = None) -> Any:
     return provider
 
 
+class BackgroundSpan:
+    """A span for work a request starts and a thread carries on (a training run): a child of
+    the request's span, current in the thread that enters it, ended when that thread leaves.
+    Without tracing (no service tracer in the request) it does nothing."""
+
+    def __init__(self, name: str, attributes: dict[str, Any]) -> None:
+        # Created in the request: threads start with an empty context, so take the tracer and
+        # the request's span here.
+        self._tracer = _service_tracer.get()
+        otel = _otel()
+        self._span = (
+            None
+            if self._tracer is None or otel is None
+            else self._tracer.start_span(name, attributes=attributes)
+        )
+        self._scope: Any = None
+
+    def set_attributes(self, attributes: dict[str, Any]) -> None:
+        if self._span is not None:
+            self._span.set_attributes(attributes)
+
+    def fail(self, description: str) -> None:
+        """Mark the work failed (for work that records its error instead of raising it)."""
+        if self._span is not None:
+            from opentelemetry.trace import Status, StatusCode
+
+            self._span.set_status(Status(StatusCode.ERROR, description))
+
+    def __enter__(self) -> BackgroundSpan:
+        if self._span is not None:
+            from opentelemetry import trace
+
+            _service_tracer.set(self._tracer)  # calls made in this thread get client spans
+            self._scope = trace.use_span(self._span, end_on_exit=True, record_exception=True)
+            self._scope.__enter__()
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        if self._scope is not None:
+            self._scope.__exit__(*exc_info)
+
+
 def _otel() -> tuple[Any, Any] | None:
     """(opentelemetry.propagate, opentelemetry.trace), or None without OpenTelemetry."""
     try:

@@ -216,7 +216,7 @@ def test_ended_runs_are_pruned_to_a_bound(tmp_path: Path):
 
 def test_concurrent_starts_start_one_run(tmp_path: Path, monkeypatch):
     release = threading.Event()
-    monkeypatch.setattr(Trainer, "_run", staticmethod(lambda run: release.wait(30)))
+    monkeypatch.setattr(Trainer, "_run", staticmethod(lambda run, span: release.wait(30)))
     trainer = Trainer(LocalStore(tmp_path / "store"), settings(tmp_path), environ={})
     outcomes: list[str] = []
 
@@ -287,3 +287,29 @@ async def test_run_lifecycle_over_http(tmp_path: Path):
         stopped = await http.post("/v1/runs/api/stop")
         assert stopped.json()["state"] == "finished"
         assert (await http.get("/readyz")).status_code == 200
+
+
+@pytest.mark.slow
+async def test_a_run_is_traced_as_a_child_of_the_request_that_started_it(tmp_path: Path):
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    app = create_app(settings(tmp_path), span_exporter=exporter)
+    async with client_of(app) as http:
+        created = await http.post("/v1/runs", json={**TINY, "run": "traced"})
+        assert created.status_code == 201, created.text
+        for _ in range(240):
+            if (await http.get("/v1/runs/traced")).json()["state"] in ("finished", "failed"):
+                break
+            await asyncio.sleep(0.5)
+        app.state.trainer.shutdown()  # the thread ends its span when the run returns
+    spans = exporter.get_finished_spans()
+    (run_span,) = [span for span in spans if span.name == "training run"]
+    (request_span,) = [span for span in spans if span.name == "POST /v1/runs"]
+    assert run_span.parent is not None
+    assert run_span.parent.span_id == request_span.context.span_id
+    assert run_span.context.trace_id == request_span.context.trace_id
+    assert run_span.attributes["koholint.run"] == "traced"
+    assert run_span.attributes["koholint.state"] == "finished"
+    assert run_span.attributes["koholint.env_steps"] >= TINY["total_env_steps"]
+    assert run_span.end_time >= request_span.end_time  # it outlived the request
