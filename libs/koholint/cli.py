@@ -16,8 +16,10 @@ if TYPE_CHECKING:
     from koholint.baselines.play import EpisodeResult
 
 POLICIES = ("noop", "random", "walkthrough", "explorer")
+CHECKPOINT_PREFIX = "checkpoint:"
 MAX_EPISODES = 100
 MAX_STEPS = 10_000_000
+BASELINE_STEPS = 25_000
 _ROW = "{:<12}{:<18}{:>5}{:>7}{:>7}{:>9}{:>8}{:>5}"
 
 
@@ -42,10 +44,17 @@ def _starts(args: argparse.Namespace, rom: Path | None) -> list[str]:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from koholint.baselines.play import run_episode
+    from koholint.baselines.play import play_checkpoint, run_episode
 
     rom = _rom_argument(args.rom)
     policies = args.policy or ["walkthrough", "random"]
+    trained = [policy for policy in policies if policy.startswith(CHECKPOINT_PREFIX)]
+    if trained:
+        return _play_trained(args, policies, rom, play_checkpoint)
+    if any(getattr(args, name) is not None for name in _TRAINED_ONLY):
+        flags = ", ".join("--" + name for name in _TRAINED_ONLY)
+        print(f"koholint play: {flags} apply to --policy checkpoint:PATH only", file=sys.stderr)
+        return 2
     if rom is not None and "walkthrough" in policies:
         print(
             "koholint play: the walkthrough plays only the bundled cartridge; choose another --policy",
@@ -62,7 +71,7 @@ def cmd_play(args: argparse.Namespace) -> int:
                     policy,
                     seed=seed,
                     start=None if start == "power_on" else start,
-                    max_steps=args.max_steps,
+                    max_steps=args.max_steps or BASELINE_STEPS,
                     rom=str(rom) if rom else None,
                     trajectory=Path(args.out) / f"{policy}-{start}-seed{seed}.jsonl",
                 )
@@ -83,6 +92,29 @@ def cmd_play(args: argparse.Namespace) -> int:
         _print_summary(results)
     print(f"trajectories in {args.out}/")
     return 0
+
+
+_TRAINED_ONLY = ("sticky", "planner", "export", "greedy")
+
+
+def _play_trained(
+    args: argparse.Namespace, policies: list[str], rom: Path | None, play: Any
+) -> int:
+    """`--policy checkpoint:PATH`: one trained policy, in the env settings it trained with."""
+    if len(policies) > 1:
+        print("koholint play: play a checkpoint: policy on its own (one --policy)", file=sys.stderr)
+        return 2
+    if rom is not None:
+        print("koholint play: a trained policy plays the cartridge it trained on; drop --rom "
+              f"(and {ROM_ENV_VARIABLE})", file=sys.stderr)  # fmt: skip
+        return 2
+    report = play(
+        Path(policies[0].removeprefix(CHECKPOINT_PREFIX)), start=args.start,
+        episodes=args.episodes, seed=args.seed, sticky=args.sticky, planner=args.planner,
+        max_steps=args.max_steps, greedy=bool(args.greedy),
+        export=Path(args.export) if args.export else None,
+    )  # fmt: skip
+    return 0 if report.episodes else 1
 
 
 def _print_summary(results: list[EpisodeResult]) -> None:
@@ -236,20 +268,56 @@ def _not_installed(command: str, reason: str) -> Any:
 
 
 # -- parser ---------------------------------------------------------------------
+def _policy_argument(value: str) -> str:
+    if value in POLICIES or (
+        value.startswith(CHECKPOINT_PREFIX) and len(value) > len(CHECKPOINT_PREFIX)
+    ):
+        return value
+    raise argparse.ArgumentTypeError(
+        f"{value!r}: choose {', '.join(POLICIES)} or checkpoint:PATH (a trainer checkpoint "
+        "folder or a policy folder)"
+    )
+
+
+def _sticky_argument(value: str) -> float:
+    try:
+        probability = float(value)
+    except ValueError:
+        probability = -1.0
+    if not 0.0 <= probability < 1.0:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: a probability, 0 <= p < 1 (training uses 0.25)"
+        )
+    return probability
+
+
 def _add_play(commands: argparse._SubParsersAction) -> None:
     play = commands.add_parser(
-        "play", help="play episodes with baseline policies; print what each reached"
+        "play",
+        help="play episodes with baseline policies or a trained policy; print what each reached",
     )
-    play.add_argument("--policy", action="append", choices=POLICIES,
-                      help="who plays (repeatable; default: walkthrough and random)")  # fmt: skip
+    play.add_argument("--policy", action="append", type=_policy_argument, metavar="POLICY",
+                      help=f"who plays: {', '.join(POLICIES)} (repeatable; default: walkthrough "
+                      "and random), or checkpoint:PATH, a trained policy (a trainer checkpoint "
+                      "folder, or a folder from koholint export-policy)")  # fmt: skip
     play.add_argument(
         "--episodes", type=int, default=1, help="episodes per policy and start, one seed each"
     )
     play.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
     play.add_argument("--start", default="start_of_play",
-                      help="a named save state, 'power_on', or 'all' for every named state")  # fmt: skip
-    play.add_argument("--max-steps", type=int, default=25_000,
-                      help="steps per episode (default 25000 = 100000 frames at frame skip 4)")  # fmt: skip
+                      help="a named save state, 'power_on' (or power-on), or 'all' for every "
+                      "named state; a trained policy also takes demo:<trajectory.actions>@<step>")  # fmt: skip
+    play.add_argument("--max-steps", type=int, default=None,
+                      help="steps per episode (default 25000 = 100000 frames at frame skip 4; "
+                      "a trained policy: its training episode length)")  # fmt: skip
+    play.add_argument("--sticky", type=_sticky_argument, default=None, metavar="P",
+                      help="trained policy: sticky-action probability (default: as trained)")  # fmt: skip
+    play.add_argument("--planner", choices=("rules", "off"), default=None,
+                      help="trained policy: hybrid control (default: as trained)")  # fmt: skip
+    play.add_argument("--export", metavar="DIR", default=None,
+                      help="trained policy: write each episode as a GIF, and play.json, into DIR")  # fmt: skip
+    play.add_argument("--greedy", action="store_true", default=None,
+                      help="trained policy: take the most likely action (default: sample, as in training)")  # fmt: skip
     play.add_argument("--out", default="runs/play", help="folder for the JSONL trajectories")
     play.add_argument(
         "--rom", help=f"a Game Boy ROM instead of the cartridge (or set {ROM_ENV_VARIABLE})"
@@ -307,12 +375,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from koholint.baselines.trained import PolicyFileError
     from koholint.baselines.trajectory import TrajectoryError
     from koholint.game.states import UnknownStateError
 
     args = build_parser().parse_args(argv)
     if args.command == "play" and not (
-        1 <= args.episodes <= MAX_EPISODES and 1 <= args.max_steps <= MAX_STEPS
+        1 <= args.episodes <= MAX_EPISODES and 1 <= (args.max_steps or 1) <= MAX_STEPS
     ):
         print(
             f"koholint play: --episodes must be 1..{MAX_EPISODES} and --max-steps 1..{MAX_STEPS}",
@@ -321,7 +390,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         return int(args.handler(args))
-    except (InvalidRomError, UnknownStateError, TrajectoryError) as error:
+    except (InvalidRomError, UnknownStateError, TrajectoryError, PolicyFileError) as error:
         print(f"koholint: {error}", file=sys.stderr)
         return 2
 

@@ -143,6 +143,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     )
     add_setting_flags(train)
     train.set_defaults(handler=cmd_train)
+    from trainer.policy_export import register as add_export_policy
+
+    add_export_policy(commands)  # a checkpoint's small policy file, for `koholint play`
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:

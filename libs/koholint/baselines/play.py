@@ -8,8 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from koholint.baselines.policies import WALKTHROUGH_ENV, make_policy
+from koholint.baselines.trained import (
+    PlayedEpisode,
+    PlayReport,
+    PlaySettings,
+    load_policy,
+    play_planner,
+    play_policy,
+)
 from koholint.baselines.trajectory import TrajectoryWriter
 from koholint.env.zelda import ZeldaEnv
+
+_TRAINED_ROW = "{:>6}{:>5}{:>7}{:>7}{:>7}{:>7}{:>9}"
 
 
 @dataclass(frozen=True)
@@ -78,3 +88,45 @@ def run_episode(
         return result
     finally:
         env.close()
+
+
+def play_checkpoint(
+    path: Path,
+    *,
+    start: str = "start_of_play",
+    episodes: int = 20,
+    seed: int = 0,
+    sticky: float | None = None,
+    planner: str | None = None,
+    max_steps: int | None = None,
+    greedy: bool = False,
+    export: Path | None = None,
+    out: Any = print,
+) -> PlayReport:
+    """A trained policy (``koholint.baselines.trained``) in the env settings it trained with
+    (or the overrides): one line per episode, then the win rate with its 95% interval."""
+    policy = load_policy(path)
+    settings = PlaySettings(start=start, episodes=episodes, seed=seed, sticky=sticky,
+                            planner=planner, max_steps=max_steps, greedy=greedy, export=export)  # fmt: skip
+    source = policy.source
+    out(f"policy {policy.path} (run {source.get('run') or '?'}, {source.get('checkpoint') or '?'}, "
+        f"{source.get('env_steps') or '?'} env steps)")  # fmt: skip
+    trained = policy.env
+    out(f"start {start}  sticky {trained['sticky_action_probability'] if sticky is None else sticky}  "
+        f"planner {play_planner(policy, settings)}  frame skip {trained['frame_skip']}  "
+        f"episodes of {max_steps or trained['max_episode_steps']} steps  "
+        f"actions {'greedy' if greedy else 'sampled'}")  # fmt: skip
+    out(_TRAINED_ROW.format("seed", "won", "steps", "level", "rooms", "cells", "return"))
+
+    def row(episode: PlayedEpisode) -> None:
+        out(_TRAINED_ROW.format(episode.seed, "yes" if episode.won else "no", episode.steps,
+                                episode.level, episode.rooms, episode.cells,
+                                f"{episode.episode_return:.2f}"))  # fmt: skip
+
+    report = play_policy(policy, settings, row)
+    low, high = report.interval()
+    out(f"win rate {report.win_rate:.2f} ({report.wins}/{len(report.episodes)} episodes won), "
+        f"95% interval {low:.2f}-{high:.2f} (Wilson)")  # fmt: skip
+    if export is not None:
+        out(f"episodes as GIFs and play.json in {export}/")
+    return report

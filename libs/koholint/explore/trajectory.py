@@ -8,8 +8,11 @@ actions off, hybrid control with the rules planner); ``write_trajectory`` record
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import numpy as np
 
 from koholint.baselines.trajectory import TrajectoryWriter
 from koholint.env.wrappers.curriculum import DemoState, demo_states
@@ -93,20 +96,27 @@ def trajectory_gif(
 ) -> int:
     """Replay `actions` with rendering and write every `every`-th screen as an animated GIF
     (played at twice the game's speed). Returns the number of frames written."""
-    from PIL import Image
-
     env = exploration_env(start_state=start_state, max_episode_steps=_room_for(actions))
     zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
     try:
         env.reset(seed=0)
-        frames = []
+        screens = []
         for index, action in enumerate(actions):
             env.step(action)
             if index % every == 0 or index == len(actions) - 1:
-                frames.append(Image.fromarray(zelda.gameboy.render_now()).quantize(colors=16))
+                screens.append(zelda.gameboy.render_now())
     finally:
         env.close()
-    milliseconds = round(1000 * every * zelda.config.frame_skip / 60 / 2)
+    return write_gif(screens, Path(path), every=every, frame_skip=zelda.config.frame_skip)
+
+
+def write_gif(screens: Sequence[np.ndarray], path: Path, *, every: int, frame_skip: int) -> int:
+    """Screens taken every `every` steps as an animated GIF (played at twice the game's
+    speed; also what ``koholint play --export`` writes). Returns the number of frames."""
+    from PIL import Image
+
+    frames = [Image.fromarray(screen).quantize(colors=16) for screen in screens]
+    milliseconds = round(1000 * every * frame_skip / 60 / 2)
     frames[0].save(Path(path), save_all=True, append_images=frames[1:], duration=milliseconds,
                    loop=0, optimize=True)  # fmt: skip
     return len(frames)

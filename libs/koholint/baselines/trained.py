@@ -1,0 +1,465 @@
+"""A trained policy: the small policy file the trainer writes, and playing it in the env it
+was trained in (``koholint play --policy checkpoint:PATH``).
+
+A policy file is a folder with two files, written next to every trainer checkpoint (its
+``policy/`` folder) or by ``koholint export-policy``:
+
+- ``policy.json``: ``schema_version``, the env id and observation encoder it was trained on,
+  the layer sizes, the env settings it was trained with (frame skip, sticky actions,
+  episode length, reward mode, ... — the ROM left out), the planner of its hybrid control,
+  where it came from (run, step, checkpoint) and the sha256 of the weights file.
+- ``policy.npz``: the actor network only (``weight_<i>``, ``bias_<i>``, float32; tanh between
+  layers, logits out) — no value network, no optimizer state.
+
+Inference is numpy: no torch, no Ray. Actions are sampled from the logits as in training
+(``greedy`` takes the most likely one instead).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+from koholint import ENV_ID
+from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.zelda import Action, EnvConfig, EnvConfigError, ZeldaEnv, progress_level
+from koholint.game.states import STATE_NAMES
+from koholint.reward.features import encoder_version
+
+POLICY_SCHEMA_VERSION = 1
+POLICY_KIND = "koholint-policy"
+POLICY_JSON = "policy.json"
+POLICY_WEIGHTS = "policy.npz"
+CHECKPOINT_POLICY_FOLDER = "policy"
+"""The policy file's folder inside a trainer checkpoint."""
+PLAY_PLANNERS = ("rules", "off")
+"""Hybrid control that plays in-process: the rules backend, or none."""
+MAX_LAYERS = 16
+MAX_WIDTH = 4096
+MAX_TRAJECTORY_ACTIONS = 1_000_000
+GIF_EVERY = 3
+"""An exported episode keeps every third screen (the phase-1 GIF's rate)."""
+Z_95 = 1.959963984540054
+
+
+class PolicyFileError(ValueError):
+    """A policy path or play setting that cannot work; the message names it and the fix."""
+
+
+# -- the policy file ---------------------------------------------------------------------
+@dataclass(frozen=True)
+class TrainedPolicy:
+    """An actor network and the env settings it was trained with."""
+
+    layers: list[tuple[np.ndarray, np.ndarray]]
+    """(weight (out, in), bias (out,)) per layer; tanh between layers, logits out"""
+    env: dict[str, Any]
+    """EnvConfig fields as trained (no ROM)"""
+    planner: str
+    """hybrid control as trained: off, rules, local, llm-d or http"""
+    source: dict[str, Any] = field(default_factory=dict)
+    path: Path | None = None
+
+    def logits(self, observation: np.ndarray) -> np.ndarray:
+        hidden = np.asarray(observation, np.float32)
+        for weight, bias in self.layers[:-1]:
+            hidden = np.tanh(weight @ hidden + bias)
+        weight, bias = self.layers[-1]
+        return weight @ hidden + bias  # type: ignore[no-any-return]
+
+    def act(self, observation: np.ndarray, rng: np.random.Generator, greedy: bool = False) -> int:
+        logits = self.logits(observation).astype(np.float64)
+        if greedy:
+            return int(np.argmax(logits))
+        probabilities = np.exp(logits - logits.max())
+        return int(rng.choice(len(probabilities), p=probabilities / probabilities.sum()))
+
+
+def write_policy(
+    folder: Path,
+    layers: Sequence[tuple[np.ndarray, np.ndarray]],
+    *,
+    env: Mapping[str, Any],
+    planner: str,
+    source: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write ``policy.json`` and ``policy.npz`` into `folder`; returns the folder."""
+    _check_layers([(np.asarray(w), np.asarray(b)) for w, b in layers], "the layers given")
+    arrays: dict[str, np.ndarray] = {}
+    for index, (weight, bias) in enumerate(layers):
+        arrays[f"weight_{index}"] = np.asarray(weight, np.float32)
+        arrays[f"bias_{index}"] = np.asarray(bias, np.float32)
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)  # type: ignore[arg-type]
+    weights = buffer.getvalue()
+    settings = {key: value for key, value in env.items() if key != "rom"}
+    EnvConfig.from_mapping(settings).validate()
+    document = {
+        "schema_version": POLICY_SCHEMA_VERSION, "kind": POLICY_KIND, "env_id": ENV_ID,
+        "encoder_version": encoder_version(), "observation_size": OBSERVATION_SIZE,
+        "actions": len(Action), "activation": "tanh",
+        "layer_sizes": [int(np.shape(layers[0][0])[1])] + [int(np.shape(w)[0]) for w, _ in layers],
+        "env": settings, "planner": planner, "source": dict(source or {}),
+        "weights_sha256": hashlib.sha256(weights).hexdigest(),
+    }  # fmt: skip
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / POLICY_WEIGHTS).write_bytes(weights)
+    (folder / POLICY_JSON).write_text(json.dumps(document, indent=1) + "\n")
+    return folder
+
+
+def policy_json_path(path: Path) -> Path:
+    """The policy.json a ``checkpoint:PATH`` names: the file, a policy folder, or a trainer
+    checkpoint folder (its ``policy/``)."""
+    if not path.exists():
+        raise PolicyFileError(
+            f"checkpoint:{path}: no such file or folder; give a trainer checkpoint folder "
+            f"(<store>/checkpoints/<run>/<step>) or a policy folder with {POLICY_JSON}"
+        )
+    if path.is_file():
+        return path
+    for candidate in (path / POLICY_JSON, path / CHECKPOINT_POLICY_FOLDER / POLICY_JSON):
+        if candidate.is_file():
+            return candidate
+    if (path / "rllib_checkpoint.json").is_file():
+        raise PolicyFileError(
+            f"checkpoint:{path} is a trainer checkpoint without a policy file (written before "
+            f"checkpoints carried one): run `koholint export-policy {path} OUT` and play "
+            "checkpoint:OUT"
+        )
+    raise PolicyFileError(
+        f"checkpoint:{path} is not a checkpoint: it holds neither {POLICY_JSON} nor "
+        f"{CHECKPOINT_POLICY_FOLDER}/{POLICY_JSON}; give a trainer checkpoint folder "
+        "(<store>/checkpoints/<run>/<step>) or a folder written by `koholint export-policy`"
+    )
+
+
+def load_policy(path: Path) -> TrainedPolicy:
+    """Read a policy file; refuse one made for another env, encoder or format."""
+    document_path = policy_json_path(Path(path))
+    try:
+        document = json.loads(document_path.read_text())
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise PolicyFileError(
+            f"{document_path} is not a policy file ({error}); give a policy.json written by "
+            "the trainer or `koholint export-policy`"
+        ) from None
+    if not isinstance(document, dict) or document.get("kind") != POLICY_KIND:
+        raise PolicyFileError(
+            f'{document_path} is not a policy file (no "kind": "{POLICY_KIND}"); give a '
+            "policy.json written by the trainer or `koholint export-policy`"
+        )
+    _check_trained_here(document, document_path)
+    layers = _read_weights(document_path.parent / POLICY_WEIGHTS, document)
+    try:
+        EnvConfig.from_mapping(document["env"]).validate()
+    except (EnvConfigError, TypeError) as error:
+        raise PolicyFileError(f"{document_path}: its env settings are invalid: {error}") from None
+    return TrainedPolicy(layers, dict(document["env"]), str(document["planner"]),
+                         dict(document.get("source", {})), document_path.parent)  # fmt: skip
+
+
+def _check_trained_here(document: dict[str, Any], path: Path) -> None:
+    """The policy must have been trained on this env's id, observation layout and actions."""
+    if document.get("schema_version") != POLICY_SCHEMA_VERSION:
+        raise PolicyFileError(
+            f"{path}: policy file schema_version {document.get('schema_version')!r}, this "
+            f"koholint reads {POLICY_SCHEMA_VERSION}; export it again with `koholint export-policy`"
+        )
+    trained = (document.get("env_id"), document.get("encoder_version"),
+               document.get("observation_size"), document.get("actions"))  # fmt: skip
+    here = (ENV_ID, encoder_version(), OBSERVATION_SIZE, len(Action))
+    if trained != here:
+        raise PolicyFileError(
+            f"{path}: the policy was trained on another env config (env {trained[0]}, encoder "
+            f"{trained[1]}, {trained[2]} observations, {trained[3]} actions); this env is "
+            f"{here[0]}, encoder {here[1]}, {here[2]} observations, {here[3]} actions: retrain "
+            "it on this env (koholint train), or play it with the koholint it was trained with"
+        )
+
+
+def _read_weights(path: Path, document: dict[str, Any]) -> list[tuple[np.ndarray, np.ndarray]]:
+    if not path.is_file():
+        raise PolicyFileError(
+            f"{path}: missing; a policy folder holds {POLICY_JSON} and {POLICY_WEIGHTS}"
+        )
+    blob = path.read_bytes()
+    if hashlib.sha256(blob).hexdigest() != document.get("weights_sha256"):
+        raise PolicyFileError(
+            f"{path}: its sha256 differs from policy.json's weights_sha256 (corrupt, or from "
+            "another export): export the policy again"
+        )
+    with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
+        count = len(arrays.files) // 2
+        layers = [(arrays[f"weight_{i}"], arrays[f"bias_{i}"]) for i in range(count)]
+    _check_layers(layers, str(path))
+    return layers
+
+
+def _check_layers(layers: list[tuple[np.ndarray, np.ndarray]], where: str) -> None:
+    """An MLP from the observation to one logit per action, of a sane size."""
+    if not 1 <= len(layers) <= MAX_LAYERS:
+        raise PolicyFileError(f"{where}: {len(layers)} layers; a policy has 1..{MAX_LAYERS}")
+    width = OBSERVATION_SIZE
+    for index, (weight, bias) in enumerate(layers):
+        if weight.ndim != 2 or weight.shape[1] != width or bias.shape != (weight.shape[0],):
+            raise PolicyFileError(
+                f"{where}: layer {index} has weight {weight.shape} and bias {bias.shape}; "
+                f"expected ({'out'}, {width}) and (out,)"
+            )
+        if weight.shape[0] > MAX_WIDTH:
+            raise PolicyFileError(
+                f"{where}: layer {index} is {weight.shape[0]} wide (max {MAX_WIDTH})"
+            )
+        width = weight.shape[0]
+    if width != len(Action):
+        raise PolicyFileError(
+            f"{where}: the last layer gives {width} logits; this env has {len(Action)} actions"
+        )
+
+
+# -- starts ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StartSpec:
+    label: str
+    """how results name it: start_of_play, power_on, demo-<file>@<step>"""
+    state: str | bytes | None
+    """a named state, state bytes, or None for power-on"""
+
+
+def parse_start(text: str) -> StartSpec:
+    """``start_of_play`` (or another named state), ``power-on``, or ``demo:<actions>@<step>``:
+    the state `step` actions into a phase-1 trajectory (replayed as it was found)."""
+    if text in ("power-on", "power_on"):
+        return StartSpec("power_on", None)
+    if text in STATE_NAMES:
+        return StartSpec(text, text)
+    if text.startswith("demo:"):
+        path_text, _, step_text = text.removeprefix("demo:").rpartition("@")
+        if not path_text or not step_text.isdigit():
+            raise PolicyFileError(
+                f"--start {text}: write demo:<trajectory.actions>@<step>, e.g. "
+                "demo:benchmarks/results/win/explore-seed0.actions@960"
+            )
+        state = demo_state(Path(path_text), int(step_text))
+        return StartSpec(f"demo-{Path(path_text).stem}@{step_text}", state)
+    raise PolicyFileError(
+        f"--start {text}: choose power-on, demo:<trajectory.actions>@<step> or a named state "
+        f"({', '.join(STATE_NAMES)})"
+    )
+
+
+def demo_state(path: Path, step: int) -> bytes:
+    """The emulator state after the first `step` actions of a phase-1 trajectory (``koholint
+    explore``'s ``.actions``: one action per byte), replayed in the env it was found in."""
+    from koholint.explore.runner import exploration_env
+
+    if not path.is_file():
+        raise PolicyFileError(
+            f"--start demo:{path}@{step}: no such file; `koholint explore` writes one"
+        )
+    actions = path.read_bytes()
+    if not 0 < len(actions) <= MAX_TRAJECTORY_ACTIONS or max(actions) >= len(Action):
+        raise PolicyFileError(
+            f"--start demo:{path}@{step}: not a trajectory of actions (one byte each, 0..{len(Action) - 1})"
+        )
+    if step > len(actions):
+        raise PolicyFileError(
+            f"--start demo:{path}@{step}: the trajectory has {len(actions)} actions; choose a step of 0..{len(actions)}"
+        )
+    env = exploration_env(start_state="start_of_play", max_episode_steps=2 * len(actions) + 2)
+    zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
+    try:
+        env.reset(seed=0)
+        for index, action in enumerate(actions[:step], start=1):
+            _, _, terminated, _, _ = env.step(action)
+            if terminated and index < step:
+                raise PolicyFileError(
+                    f"--start demo:{path}@{step}: the trajectory wins at step {index}; choose a step of 0..{index}"
+                )
+        return zelda.gameboy.save_state()
+    finally:
+        env.close()
+
+
+# -- playing -----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlaySettings:
+    """How to play a policy; None keeps what it was trained with."""
+
+    start: str = "start_of_play"
+    episodes: int = 20
+    seed: int = 0
+    sticky: float | None = None
+    planner: str | None = None
+    max_steps: int | None = None
+    greedy: bool = False
+    export: Path | None = None
+
+
+@dataclass(frozen=True)
+class PlayedEpisode:
+    seed: int
+    won: bool
+    steps: int
+    """policy decisions (a planner takeover is part of the decision's step)"""
+    level: int
+    """progress level at the end (koholint.env.zelda.progress_level)"""
+    rooms: int
+    cells: int
+    episode_return: float
+    milestones: dict[str, bool]
+    seconds: float
+    gif: str | None = None
+
+
+@dataclass
+class PlayReport:
+    policy: str
+    start: str
+    sticky: float
+    planner: str
+    max_steps: int
+    frame_skip: int
+    greedy: bool
+    episodes: list[PlayedEpisode] = field(default_factory=list)
+
+    @property
+    def wins(self) -> int:
+        return sum(episode.won for episode in self.episodes)
+
+    @property
+    def win_rate(self) -> float:
+        return self.wins / len(self.episodes) if self.episodes else 0.0
+
+    def interval(self) -> tuple[float, float]:
+        return wilson_interval(self.wins, len(self.episodes))
+
+    def summary(self) -> dict[str, Any]:
+        low, high = self.interval()
+        row = {key: value for key, value in asdict(self).items() if key != "episodes"}
+        return {**row, "count": len(self.episodes), "wins": self.wins,
+                "win_rate": self.win_rate, "interval_95": [round(low, 4), round(high, 4)],
+                "episodes": [asdict(episode) for episode in self.episodes]}  # fmt: skip
+
+
+def wilson_interval(wins: int, count: int, z: float = Z_95) -> tuple[float, float]:
+    """The Wilson score interval of a win rate (95% by default): sound at 0 and all wins."""
+    if count <= 0:
+        return 0.0, 1.0
+    rate = wins / count
+    denominator = 1 + z * z / count
+    centre = (rate + z * z / (2 * count)) / denominator
+    half = z * math.sqrt(rate * (1 - rate) / count + z * z / (4 * count * count)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def play_env(
+    policy: TrainedPolicy, settings: PlaySettings, start: StartSpec
+) -> gym.Env[np.ndarray, Any]:
+    """The env as the policy trained in, with the start and any setting overridden."""
+    from koholint.env.wrappers import PlannerControlWrapper
+    from koholint.planning.backends import RulesBackend
+
+    overrides: dict[str, Any] = {"start_state": start.state, "info_state": False}
+    if settings.sticky is not None:
+        overrides["sticky_action_probability"] = settings.sticky
+    if settings.max_steps is not None:
+        overrides["max_episode_steps"] = settings.max_steps
+    try:
+        config = EnvConfig.from_mapping({**policy.env, **overrides})
+        env: gym.Env[np.ndarray, Any] = ZeldaEnv(config)
+    except EnvConfigError as error:
+        raise PolicyFileError(f"play settings: {error}") from None
+    if play_planner(policy, settings) == "rules":
+        env = PlannerControlWrapper(env, RulesBackend())
+    return env
+
+
+def play_planner(policy: TrainedPolicy, settings: PlaySettings) -> str:
+    planner = settings.planner or policy.planner
+    if planner not in PLAY_PLANNERS:
+        raise PolicyFileError(
+            f"the policy trained with planner={planner}, which needs a planner service or a "
+            "language model; play it with --planner rules (the same switch and macros, "
+            "deterministic rules) or --planner off"
+        )
+    return planner
+
+
+def play_policy(
+    policy: TrainedPolicy,
+    settings: PlaySettings,
+    on_episode: Callable[[PlayedEpisode], None] | None = None,
+) -> PlayReport:
+    """Play `settings.episodes` episodes (seeds seed, seed+1, ...) and count the wins."""
+    if settings.episodes < 1:
+        raise PolicyFileError(f"episodes={settings.episodes}: play at least one")
+    start = parse_start(settings.start)
+    env = play_env(policy, settings, start)
+    zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
+    report = PlayReport(
+        policy=str(policy.path), start=start.label, sticky=zelda.config.sticky_action_probability,
+        planner=play_planner(policy, settings), max_steps=zelda.config.max_episode_steps,
+        frame_skip=zelda.config.frame_skip, greedy=settings.greedy,
+    )  # fmt: skip
+    if settings.export is not None:
+        settings.export.mkdir(parents=True, exist_ok=True)
+    try:
+        for seed in range(settings.seed, settings.seed + settings.episodes):
+            episode = _play_episode(env, policy, seed, settings, start.label)
+            report.episodes.append(episode)
+            if on_episode:
+                on_episode(episode)
+    finally:
+        env.close()
+    if settings.export is not None:
+        (settings.export / "play.json").write_text(json.dumps(report.summary(), indent=1) + "\n")
+    return report
+
+
+def _play_episode(
+    env: gym.Env[np.ndarray, Any],
+    policy: TrainedPolicy,
+    seed: int,
+    settings: PlaySettings,
+    label: str,
+) -> PlayedEpisode:
+    zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
+    rng = np.random.default_rng(seed)
+    started = time.perf_counter()
+    observation, info = env.reset(seed=seed)
+    screens = [zelda.gameboy.render_now()] if settings.export else []
+    total, steps, terminated, truncated = 0.0, 0, False, False
+    while not (terminated or truncated):
+        action = policy.act(observation, rng, settings.greedy)
+        observation, reward, terminated, truncated, info = env.step(action)
+        total += float(reward)
+        steps += 1
+        if settings.export and (steps % GIF_EVERY == 0 or terminated or truncated):
+            screens.append(zelda.gameboy.render_now())
+    gif = None
+    if settings.export is not None:
+        from koholint.explore.trajectory import write_gif
+
+        target = (
+            settings.export
+            / f"{label.replace('@', '-')}-seed{seed}-{'won' if terminated else 'lost'}.gif"
+        )
+        write_gif(screens, target, every=GIF_EVERY, frame_skip=zelda.config.frame_skip)
+        gif = str(target)
+    return PlayedEpisode(
+        seed=seed, won=bool(terminated), steps=steps, level=progress_level(zelda.raw_state),
+        rooms=int(info["rooms"]), cells=int(info["cells"]), episode_return=total,
+        milestones=dict(info.get("milestones", {})), seconds=time.perf_counter() - started, gif=gif,
+    )  # fmt: skip
