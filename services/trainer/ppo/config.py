@@ -212,6 +212,11 @@ class TrainConfig(BaseModel):
     """robustify: steps of the trajectory the start moves earlier each time"""
     swarm_share: float = Field(0.0, ge=0, lt=1)
     """robustify: share of episodes that start at the best progress level any env reached"""
+    curriculum_end_on_death: bool = True
+    """robustify: an episode ends when Link passes out (he respawns outside the dungeon)"""
+    sil_demo: bool = True
+    """robustify: the winning trajectory's steps are pinned in the self-imitation buffer
+    (needs sil_weight > 0)"""
 
     def fragment_length(self) -> int:
         """Steps per env per sample: the configured length, or the batch over all envs."""

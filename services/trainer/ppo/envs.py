@@ -145,7 +145,9 @@ def wrap_train_env(
     robustify = config.phase in ("robustify", "both")
     if robustify:  # the curriculum chooses every start: the archive's restarts stay off
         actor = ray.get_actor(curriculum_actor_name(config.run))
-        env = CurriculumWrapper(env, RayCurriculumSource(actor))
+        env = CurriculumWrapper(
+            env, RayCurriculumSource(actor), end_on_death=config.curriculum_end_on_death
+        )
     if config.archive_restart_every and not robustify:
         env = GoExploreWrapper(
             env,

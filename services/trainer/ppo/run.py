@@ -338,6 +338,7 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
                     batch_size=config.minibatch_size,
                     gamma=config.gamma,
                     seed=config.seed,
+                    **demo_settings(config),
                 )
             )
         )  # fmt: skip
@@ -354,6 +355,13 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
         .callbacks(KoholintCallbacks)
         .debugging(seed=config.seed)
     )
+
+
+def demo_settings(config: TrainConfig) -> dict[str, Any]:
+    """SIL's demonstration: the curriculum's trajectory when robustifying with sil_demo."""
+    if not config.sil_demo or config.phase not in ("robustify", "both"):
+        return {}
+    return {"demo_trajectory": config.curriculum_trajectory, "demo_env": config.env}
 
 
 def _sampling_settings(lean: bool) -> dict[str, Any]:

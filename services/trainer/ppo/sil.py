@@ -14,6 +14,13 @@
   and (x)+ = max(x, 0) is held constant in the policy term. Only actions that did better than
   the value expected are imitated.
 
+With ``demo_trajectory`` (robustification), the winning trajectory's own steps are pinned in
+the buffer, never evicted: replayed once under the training env's rewards, they are imitated
+wherever they did better than the value expects, as Go-Explore's robustification did with
+its demonstration. Without them the buffer held only the policy's own segments, and at the
+curriculum's stall (the dungeon key, a few steps the other way from where the later starts
+had taught it to go) there was no winning segment from there to imitate.
+
 Settings travel in ``learner_config_dict`` (``sil_settings``); off unless ``weight`` > 0.
 """
 
@@ -44,6 +51,10 @@ class SilSettings:
     gamma: float = 0.99
     """discount of the returns R (PPO's gamma)"""
     seed: int = 0
+    demo_trajectory: str = ""
+    """a winning trajectory (one action per byte) whose steps are pinned in the buffer; empty = none"""
+    demo_env: Any = None
+    """the training env's EnvConfig, whose rewards the demonstration is replayed under"""
 
     def validate(self) -> None:
         if self.weight < 0 or self.capacity < 1 or self.period < 1 or self.batch_size < 1:
@@ -77,11 +88,16 @@ class TopSegments:
     def __init__(self, capacity: int, seed: int = 0) -> None:
         self.capacity = capacity
         self._heap: list[tuple[float, int, Segment]] = []
+        self._pinned: list[Segment] = []
         self._count = 0
         self._rng = np.random.default_rng(seed)
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self._heap) + len(self._pinned)
+
+    def pin(self, segment: Segment) -> None:
+        """Keep `segment` for good, outside the K best (the demonstration)."""
+        self._pinned.append(segment)
 
     def offer(self, segment: Segment) -> bool:
         """Keep `segment` if it is among the best K; returns whether it was kept."""
@@ -96,13 +112,15 @@ class TopSegments:
         return False
 
     def scores(self) -> list[float]:
-        return sorted((entry[0] for entry in self._heap), reverse=True)
+        kept = [entry[0] for entry in self._heap] + [segment.score for segment in self._pinned]
+        return sorted(kept, reverse=True)
 
     def sample(self, count: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """`count` (observation, action, return) steps drawn uniformly from all kept steps."""
-        observations = np.concatenate([entry[2].observations for entry in self._heap])
-        actions = np.concatenate([entry[2].actions for entry in self._heap])
-        returns = np.concatenate([entry[2].returns for entry in self._heap])
+        segments = [entry[2] for entry in self._heap] + self._pinned
+        observations = np.concatenate([segment.observations for segment in segments])
+        actions = np.concatenate([segment.actions for segment in segments])
+        returns = np.concatenate([segment.returns for segment in segments])
         index = self._rng.integers(0, len(actions), size=count)
         return observations[index], actions[index], returns[index]
 
@@ -115,6 +133,19 @@ def segment_of(episode: Any, gamma: float) -> Segment | None:
     observations = np.asarray(episode.get_observations(), np.float32)[: len(rewards)]
     actions = np.asarray(episode.get_actions(), np.int64)
     return Segment(float(rewards.sum()), observations, actions, discounted_returns(rewards, gamma))
+
+
+def demo_segment(settings: SilSettings) -> Segment:
+    """The demonstration (``settings.demo_trajectory``) replayed under the training env's
+    rewards, as one segment that ends at the credits."""
+    from koholint.env.zelda import EnvConfig
+    from koholint.explore.demo import demo_transitions
+
+    with open(settings.demo_trajectory, "rb") as file:
+        actions = file.read()
+    demo = demo_transitions(actions, settings.demo_env or EnvConfig())
+    returns = discounted_returns(demo.rewards, settings.gamma)
+    return Segment(float(demo.rewards.sum()), demo.observations, demo.actions, returns)
 
 
 def sil_loss(module: Any, observations: torch.Tensor, actions: torch.Tensor,
@@ -141,6 +172,8 @@ class SilPPOTorchLearner(PPOTorchLearner):
         self.sil = SilSettings(**self.config.learner_config_dict.get(SIL_KEY, {}))
         self.sil.validate()
         self.sil_buffer = TopSegments(self.sil.capacity, self.sil.seed)
+        if self.sil.demo_trajectory:
+            self.sil_buffer.pin(demo_segment(self.sil))
         self._sil_updates = 0
         self._sil_now = False
 

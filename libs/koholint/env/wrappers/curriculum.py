@@ -24,10 +24,12 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.zelda import ZeldaEnv, progress_level
-from koholint.game.ram import GameplayType
+from koholint.game.ram import GameplayType, MotionState
 
 MAX_DEMO_STATES = 100_000
 _WORLD = int(GameplayType.WORLD)
+_CREDITS = int(GameplayType.CREDITS)
+_PASS_OUT = int(MotionState.PASS_OUT)
 
 
 @dataclass(frozen=True)
@@ -154,13 +156,26 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
 
     ``info['curriculum']`` (at reset) holds the start's demo step (-1 swarm, 0 the env's own
     start) and the source's swarm level. Offering a state costs a save (~25 ms), so the env
-    offers only when its level beats the swarm level it last heard of."""
+    offers only when its level beats the swarm level it last heard of.
 
-    def __init__(self, env: gym.Env[np.ndarray, Any], source: CurriculumSource) -> None:
+    With `end_on_death` (the default) an episode is truncated when Link passes out, as
+    Go-Explore's robustification ended on a life lost: the game respawns him outside the
+    dungeon, far from the demonstration, where the new rooms and cells out there paid more
+    than the fight he lost (random play from the key hall at half a heart died in 19 of 20
+    episodes and spent the rest of them outdoors). Only the credits count as a win."""
+
+    def __init__(
+        self,
+        env: gym.Env[np.ndarray, Any],
+        source: CurriculumSource,
+        *,
+        end_on_death: bool = True,
+    ) -> None:
         super().__init__(env)
         if not isinstance(env.unwrapped, ZeldaEnv):
             raise TypeError("CurriculumWrapper wraps koholint/Zelda-v1 (ZeldaEnv)")
         self.source = source
+        self.end_on_death = end_on_death
         self._start = Start(None, 0, 1)
         self._steps = 0
         self._swarm_level = -1
@@ -193,8 +208,10 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
                 self._swarm_level = self.source.swarm_level()
         if not terminated and self._steps >= self._start.budget:
             truncated = True
+        if self.end_on_death and not terminated and raw.motion == _PASS_OUT:
+            truncated = True
         if terminated or truncated:
-            self.source.report(self._start.step, bool(terminated))
+            self.source.report(self._start.step, bool(terminated) and raw.gameplay_type == _CREDITS)
         return observation, reward, terminated, truncated, info
 
 

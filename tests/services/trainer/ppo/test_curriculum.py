@@ -70,3 +70,15 @@ def test_phase_explore_runs_phase_one_without_ray_and_reports_it(tmp_path: Path)
     assert summary["won"] is False
     assert 0 < summary["env_steps"] <= 1_600
     assert not (tmp_path / "runs" / "explore" / "win.actions").exists()
+
+
+def test_robustify_pins_the_trajectory_in_self_imitation_unless_told_not_to():
+    from trainer.ppo.run import demo_settings
+
+    config = resolve({"phase": "robustify", "curriculum_trajectory": "a/win.actions"}, {})
+    assert config.sil_demo  # the defaults
+    assert config.curriculum_end_on_death
+    assert demo_settings(config) == {"demo_trajectory": "a/win.actions", "demo_env": config.env}
+    off = resolve({"phase": "robustify", "curriculum_trajectory": "a", "sil_demo": False}, {})
+    assert demo_settings(off) == {}
+    assert demo_settings(resolve({}, {})) == {}  # plain training has no demonstration

@@ -12,6 +12,7 @@ from trainer.ppo.sil import (
     Segment,
     SilSettings,
     TopSegments,
+    demo_segment,
     discounted_returns,
     sil_loss,
     sil_training_settings,
@@ -80,6 +81,33 @@ def test_sil_makes_buffered_good_actions_likelier_and_its_loss_is_finite():
         optimizer.step()
     assert chosen_log_probability() > before + 0.1
     assert stats["imitated_share"] > 0
+
+
+def test_a_pinned_segment_is_never_evicted_and_is_sampled():
+    buffer = TopSegments(2)
+    buffer.pin(segment(-5.0, steps=10, action=2))
+    for score in (1.0, 2.0, 3.0, 4.0):
+        buffer.offer(segment(score))
+    assert buffer.scores() == [4.0, 3.0, -5.0]
+    assert len(buffer) == 3
+    _, actions, returns = buffer.sample(400)
+    assert -5.0 in returns.tolist()
+    assert 0.4 < float(np.mean(actions == 2)) < 0.8  # 10 of the 16 kept steps
+
+
+def test_the_demo_segment_is_the_winning_trajectory_under_the_training_rewards():
+    from pathlib import Path
+
+    from koholint.env.zelda import EnvConfig
+
+    path = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0.actions"
+    settings = SilSettings(weight=0.1, gamma=0.99, demo_trajectory=str(path),
+                           demo_env=EnvConfig(reward_mode="sparse"))  # fmt: skip
+    demo = demo_segment(settings)
+    assert demo.score == pytest.approx(10.0)  # sparse: the win only
+    assert demo.actions.tolist() == list(path.read_bytes())
+    assert demo.returns[-1] == pytest.approx(10.0)
+    assert demo.returns[0] == pytest.approx(10.0 * 0.99 ** (len(demo.actions) - 1), rel=1e-4)
 
 
 def test_settings_are_validated_and_off_by_default():

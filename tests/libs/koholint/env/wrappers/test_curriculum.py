@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import numpy as np
 import pytest
 
 from koholint.env.wrappers.curriculum import (
@@ -11,8 +14,10 @@ from koholint.env.wrappers.curriculum import (
     demo_states,
 )
 from koholint.env.zelda import Action, ZeldaEnv, progress_level
-from koholint.game.ram import GameplayType, RamAddress
+from koholint.explore.trajectory import winning_demo
+from koholint.game.ram import GameplayType, MotionState, RamAddress
 
+WIN_DIRECTORY = Path(__file__).parents[5] / "benchmarks" / "results" / "win"
 DEMO = [DemoState(step, f"state-{step}".encode()) for step in (0, 8, 16, 24, 32)]
 
 
@@ -115,3 +120,38 @@ def test_the_credits_are_never_offered_to_the_swarm():
     assert terminated
     assert curriculum.swarm_level() == -1
     env.close()
+
+
+def _pass_out_run(end_on_death: bool) -> tuple[int, bool, LocalCurriculum]:
+    """Random play from the key hall at half a heart (seed 0's winning trajectory, step 768),
+    where Link passes out within a few hundred steps, until the episode ends."""
+    actions = (WIN_DIRECTORY / "explore-seed0.actions").read_bytes()
+    demo = [state for state in winning_demo(actions, every=8) if state.step == 768]
+    curriculum = LocalCurriculum(demo, len(actions), window=1, threshold=1.0)
+    env = CurriculumWrapper(ZeldaEnv(info_state=False), curriculum, end_on_death=end_on_death)
+    env.reset(seed=0)
+    rng = np.random.default_rng(0)
+    passed_out, steps, ended = False, 0, False
+    while not ended:
+        _, _, terminated, truncated, _ = env.step(int(rng.integers(0, 7)))
+        steps += 1
+        passed_out = passed_out or env.unwrapped.raw_state.motion == MotionState.PASS_OUT
+        ended = terminated or truncated
+    env.close()
+    return steps, passed_out, curriculum
+
+
+@pytest.mark.slow
+def test_an_episode_ends_when_link_passes_out_and_is_no_win():
+    steps, passed_out, curriculum = _pass_out_run(end_on_death=True)
+    assert passed_out
+    assert steps < 2 * (984 - 768) + 64  # before the budget
+    assert curriculum.success_rate() == 0.0  # reported, lost: the start stays
+    assert curriculum.start_step == 768
+
+
+@pytest.mark.slow
+def test_passing_out_can_be_played_on():
+    steps, passed_out, _ = _pass_out_run(end_on_death=False)
+    assert passed_out
+    assert steps == 2 * (984 - 768) + 64  # played on to the budget
