@@ -34,6 +34,8 @@ def _starts(args: argparse.Namespace, rom: Path | None) -> list[str]:
 
     if rom is not None:
         return ["power_on"]  # named states belong to the cartridge
+    if args.start == "power-on":
+        return ["power_on"]
     if args.start == "all":
         return list(STATE_NAMES)
     if args.start != "power_on" and args.start not in STATE_NAMES:
@@ -381,7 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = build_parser().parse_args(argv)
     if args.command == "play" and not (
-        1 <= args.episodes <= MAX_EPISODES and 1 <= (args.max_steps or 1) <= MAX_STEPS
+        1 <= args.episodes <= MAX_EPISODES
+        and (args.max_steps is None or 1 <= args.max_steps <= MAX_STEPS)
     ):
         print(
             f"koholint play: --episodes must be 1..{MAX_EPISODES} and --max-steps 1..{MAX_STEPS}",

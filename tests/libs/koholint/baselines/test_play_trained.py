@@ -1,0 +1,211 @@
+"""`koholint play --policy checkpoint:PATH` on the real cartridge: the policy file, win
+counting on a known case, the export, and every refusal.
+
+The known case: phase 1's seed-1 win (committed under benchmarks/results/win/) ends with 16
+UP actions (steps 1005-1020) that walk onto the instrument. A policy file whose logits always
+pick UP, started at demo step 1005 with sticky actions off, therefore wins every episode in
+16 steps; one that always picks NOOP wins none. The real trainer checkpoint is played in
+tests/services/trainer/test_play.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from koholint.baselines.trained import (
+    PlaySettings,
+    PolicyFileError,
+    load_policy,
+    play_policy,
+    wilson_interval,
+    write_policy,
+)
+from koholint.cli import main
+from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.zelda import Action
+
+REPO = Path(__file__).resolve().parents[4]
+WIN = REPO / "benchmarks/results/win/explore-seed1.actions"
+NEAR_THE_END = f"demo:{WIN}@1005"
+TRAINED_ENV = {"sticky_action_probability": 0.25, "max_episode_steps": 1024, "frame_skip": 4}
+
+
+def constant_policy(folder: Path, action: Action, **changes: object) -> Path:
+    """A real policy file (two layers, as the trainer's) whose logits always favour `action`."""
+    hidden = np.zeros((8, OBSERVATION_SIZE), np.float32), np.zeros(8, np.float32)
+    bias = np.full(len(Action), -20.0, np.float32)
+    bias[action] = 20.0
+    head = np.zeros((len(Action), 8), np.float32), bias
+    write_policy(folder, [hidden, head], env=TRAINED_ENV, planner="rules", source={"run": "test"})
+    if changes:
+        document = json.loads((folder / "policy.json").read_text())
+        document.update(changes)
+        (folder / "policy.json").write_text(json.dumps(document))
+    return folder
+
+
+def play(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(["play", *args])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def episode_rows(out: str) -> list[list[str]]:
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.split()[:2] == ["seed", "won"]) + 1
+    return [line.split() for line in lines[first:] if line.split() and line.split()[0].isdigit()]
+
+
+def test_a_policy_that_walks_up_wins_every_episode_from_the_end_of_a_win(tmp_path, capsys):
+    up = constant_policy(tmp_path / "up", Action.UP)
+    code, out, _ = play(capsys, "--policy", f"checkpoint:{up}", "--start", NEAR_THE_END,
+                        "--episodes", "3", "--seed", "7", "--sticky", "0", "--max-steps", "40")  # fmt: skip
+    assert code == 0
+    rows = episode_rows(out)
+    assert [row[:3] for row in rows] == [["7", "yes", "16"], ["8", "yes", "16"], ["9", "yes", "16"]]
+    assert "win rate 1.00 (3/3 episodes won), 95% interval 0.44-1.00 (Wilson)" in out
+    assert "sticky 0.0  planner rules  frame skip 4  episodes of 40 steps" in out
+
+
+def test_a_policy_that_stands_still_wins_none(tmp_path, capsys):
+    noop = constant_policy(tmp_path / "noop", Action.NOOP)
+    code, out, _ = play(capsys, "--policy", f"checkpoint:{noop}", "--start", NEAR_THE_END,
+                        "--episodes", "2", "--sticky", "0", "--max-steps", "40")  # fmt: skip
+    assert code == 0
+    assert [row[1:3] for row in episode_rows(out)] == [["no", "40"], ["no", "40"]]
+    assert "win rate 0.00 (0/2 episodes won)" in out
+
+
+def test_episodes_play_with_the_settings_the_policy_trained_with(tmp_path):
+    up = load_policy(constant_policy(tmp_path / "up", Action.UP))
+    report = play_policy(up, PlaySettings(start="start_of_play", episodes=2))
+    assert (report.sticky, report.planner, report.max_steps, report.frame_skip) == (
+        0.25,
+        "rules",
+        1024,
+        4,
+    )
+    assert len(report.episodes) == 2
+    assert report.wins == 0
+    # truncated at the trained length (a planner takeover counts as a step of it, too)
+    assert all(0 < episode.steps <= 1024 for episode in report.episodes)
+
+
+def test_export_writes_a_gif_per_episode_and_the_results(tmp_path, capsys):
+    up = constant_policy(tmp_path / "up", Action.UP)
+    export = tmp_path / "export"
+    code, out, _ = play(capsys, "--policy", f"checkpoint:{up}", "--start", NEAR_THE_END,
+                        "--episodes", "2", "--sticky", "0", "--export", str(export))  # fmt: skip
+    assert code == 0
+    gifs = sorted(path.name for path in export.glob("*.gif"))
+    assert gifs == [
+        "demo-explore-seed1-1005-seed0-won.gif",
+        "demo-explore-seed1-1005-seed1-won.gif",
+    ]
+    with Image.open(export / gifs[0]) as image:
+        assert image.n_frames == 1 + 16 // 3 + 1  # the start, every third step, the last
+        assert image.size == (160, 144)
+    summary = json.loads((export / "play.json").read_text())
+    assert (summary["count"], summary["wins"], summary["start"]) == (
+        2,
+        2,
+        "demo-explore-seed1@1005",
+    )
+
+
+def test_the_wilson_interval_matches_the_textbook():
+    assert wilson_interval(17, 20) == pytest.approx((0.6396, 0.9476), abs=1e-4)
+    assert wilson_interval(0, 20) == pytest.approx((0.0, 0.1611), abs=1e-4)
+    assert wilson_interval(20, 20)[1] == 1.0
+
+
+def test_a_missing_path_is_refused_naming_what_to_give(tmp_path, capsys):
+    code, _, err = play(capsys, "--policy", f"checkpoint:{tmp_path / 'nowhere'}")
+    assert code == 2
+    assert "no such file or folder" in err
+    assert "trainer checkpoint folder" in err
+
+
+def test_a_folder_that_is_no_checkpoint_is_refused(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("hello")
+    code, _, err = play(capsys, "--policy", f"checkpoint:{tmp_path}")
+    assert code == 2
+    assert "is not a checkpoint" in err
+    code, _, err = play(capsys, "--policy", f"checkpoint:{tmp_path / 'notes.txt'}")
+    assert code == 2
+    assert "is not a policy file" in err
+
+
+def test_a_checkpoint_without_a_policy_file_names_the_export_command(tmp_path, capsys):
+    (tmp_path / "rllib_checkpoint.json").write_text("{}")
+    code, _, err = play(capsys, "--policy", f"checkpoint:{tmp_path}")
+    assert code == 2
+    assert f"koholint export-policy {tmp_path} OUT" in err
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [{"env_id": "koholint/Zelda-v0"}, {"encoder_version": "obs128-000000000000"}, {"actions": 12}],
+)
+def test_a_policy_from_another_env_config_is_refused(tmp_path, capsys, changes):
+    other = constant_policy(tmp_path / "other", Action.UP, **changes)
+    code, _, err = play(capsys, "--policy", f"checkpoint:{other}")
+    assert code == 2
+    assert "trained on another env config" in err
+    assert "retrain it on this env" in err
+
+
+def test_damaged_weights_are_refused(tmp_path):
+    folder = constant_policy(tmp_path / "up", Action.UP)
+    (folder / "policy.npz").write_bytes((folder / "policy.npz").read_bytes()[:-10] + b"0" * 10)
+    with pytest.raises(PolicyFileError, match="sha256"):
+        load_policy(folder)
+
+
+def test_a_policy_trained_with_a_planner_service_asks_for_an_in_process_one(tmp_path, capsys):
+    remote = constant_policy(tmp_path / "remote", Action.UP, planner="http")
+    code, _, err = play(capsys, "--policy", f"checkpoint:{remote}")
+    assert code == 2
+    assert "--planner rules" in err
+
+
+@pytest.mark.parametrize("episodes", ["0", "101"])
+def test_episodes_out_of_range_are_refused(tmp_path, capsys, episodes):
+    up = constant_policy(tmp_path / "up", Action.UP)
+    code, _, err = play(capsys, "--policy", f"checkpoint:{up}", "--episodes", episodes)
+    assert code == 2
+    assert "--episodes must be 1..100" in err
+
+
+@pytest.mark.parametrize(
+    ("start", "message"),
+    [
+        (f"demo:{WIN}@5000", "choose a step of 0..1021"),
+        (f"demo:{WIN}", "write demo:<trajectory.actions>@<step>"),
+        ("demo:missing.actions@3", "no such file"),
+        ("castle", "choose power-on, demo:"),
+    ],
+)
+def test_bad_starts_are_refused(tmp_path, capsys, start, message):
+    up = constant_policy(tmp_path / "up", Action.UP)
+    code, _, err = play(capsys, "--policy", f"checkpoint:{up}", "--start", start)
+    assert code == 2
+    assert message in err
+
+
+def test_bad_flags_are_refused(tmp_path, capsys):
+    up = constant_policy(tmp_path / "up", Action.UP)
+    with pytest.raises(SystemExit):
+        main(["play", "--policy", f"checkpoint:{up}", "--sticky", "1.5"])
+    assert "0 <= p < 1" in capsys.readouterr().err
+    code, _, err = play(capsys, "--policy", f"checkpoint:{up}", "--policy", "random")
+    assert code == 2
+    assert "on its own" in err
+    code, _, err = play(capsys, "--policy", "random", "--sticky", "0.1")
+    assert code == 2
+    assert "apply to --policy checkpoint:PATH only" in err
