@@ -1,0 +1,120 @@
+"""A real (tiny) training run's checkpoint played with `koholint play --policy checkpoint:...`,
+and `koholint export-policy`: the policy file carries the run's env settings and the same
+logits as RLlib's module."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from koholint.baselines.trained import load_policy
+from koholint.cli import main
+from koholint.env.encoding import OBSERVATION_SIZE
+from trainer.ppo.config import Deployment, resolve
+from trainer.ppo.run import RUN_STATE_FILE, TrainingRun
+
+TINY = {
+    "run": "tiny-play", "total_env_steps": 256, "num_env_runners": 0, "envs_per_env_runner": 1,
+    "train_batch_size": 256, "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128,
+    "env": {"max_episode_steps": 96, "sticky_action_probability": 0.1}, "planner": "rules",
+    "export_every_episodes": 0, "archive_restart_every": 0, "curiosity_weight": 0.0,
+    "hidden_sizes": [32, 16],
+}  # fmt: skip
+MODULE = "learner_group/learner/rl_module/default_policy"
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The checkpoint folder of a real 256-step training run, in its local store."""
+    folder = tmp_path_factory.mktemp("tiny-run")
+    deployment = Deployment(store_url=str(folder / "store"), run_dir=str(folder / "runs"))
+    status = TrainingRun(resolve(TINY, {}), deployment).run()
+    assert status.state == "finished"
+    return folder / "store" / "checkpoints" / "tiny-play" / f"{status.env_steps:012d}"
+
+
+@pytest.mark.slow
+def test_every_checkpoint_carries_a_policy_file_with_the_runs_env_settings(checkpoint):
+    policy = load_policy(checkpoint)
+    assert policy.path == checkpoint / "policy"
+    assert [weight.shape for weight, _ in policy.layers] == [
+        (32, OBSERVATION_SIZE),
+        (16, 32),
+        (9, 16),
+    ]
+    assert policy.planner == "rules"
+    assert policy.env["sticky_action_probability"] == 0.1
+    assert policy.env["max_episode_steps"] == 96
+    assert policy.source["checkpoint"] == f"tiny-play-step{int(checkpoint.name):012d}"
+
+
+@pytest.mark.slow
+def test_the_policy_file_gives_the_logits_of_rllibs_module(checkpoint):
+    import torch
+    from ray.rllib.core.rl_module.rl_module import RLModule
+
+    module = RLModule.from_checkpoint(str(checkpoint / MODULE))
+    observations = (
+        np.random.default_rng(0).uniform(-1, 1, (16, OBSERVATION_SIZE)).astype(np.float32)
+    )
+    expected = module.forward_inference({"obs": torch.from_numpy(observations)})[
+        "action_dist_inputs"
+    ]
+    policy = load_policy(checkpoint)
+    logits = np.stack([policy.logits(observation) for observation in observations])
+    np.testing.assert_allclose(logits, expected.detach().numpy(), atol=1e-5)
+
+
+@pytest.mark.slow
+def test_play_prints_one_row_per_episode_and_the_count(checkpoint, capsys):
+    code = main(["play", "--policy", f"checkpoint:{checkpoint}", "--episodes", "3", "--seed", "5"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "sticky 0.1  planner rules  frame skip 4  episodes of 96 steps  actions sampled" in out
+    rows = [line.split() for line in out.splitlines() if line.split()[:1] in (["5"], ["6"], ["7"])]
+    assert [row[0] for row in rows] == ["5", "6", "7"]
+    assert all(row[1] in ("yes", "no") and 0 < int(row[2]) <= 96 for row in rows)
+    wins = sum(row[1] == "yes" for row in rows)
+    assert f"({wins}/3 episodes won)" in out
+
+
+@pytest.mark.slow
+def test_export_policy_rebuilds_the_file_from_an_older_checkpoint(checkpoint, tmp_path, capsys):
+    """A checkpoint saved before checkpoints carried policy files (no policy/, no config in
+    koholint_run.json) exports from RLlib's pickled settings to the same policy."""
+    older = tmp_path / checkpoint.name
+    shutil.copytree(checkpoint, older, ignore=shutil.ignore_patterns("policy"))
+    state = json.loads((older / RUN_STATE_FILE).read_text())
+    del state["config"]
+    (older / RUN_STATE_FILE).write_text(json.dumps(state))
+    assert main(["play", "--policy", f"checkpoint:{older}"]) == 2
+    assert f"koholint export-policy {older} OUT" in capsys.readouterr().err
+
+    assert main(["export-policy", str(older), str(tmp_path / "out")]) == 0
+    assert "play it: koholint play --policy checkpoint:" in capsys.readouterr().out
+    rebuilt, original = (json.loads((folder / "policy.json").read_text())
+                         for folder in (tmp_path / "out", checkpoint / "policy"))  # fmt: skip
+    assert rebuilt["weights_sha256"] == original["weights_sha256"]
+    assert (rebuilt["env"], rebuilt["planner"], rebuilt["source"]) == (
+        original["env"],
+        original["planner"],
+        original["source"],
+    )
+
+
+@pytest.mark.slow
+def test_export_policy_finds_checkpoints_by_name_and_run_in_the_store(checkpoint, tmp_path, capsys):
+    store = checkpoint.parents[2]
+    name = f"tiny-play-step{checkpoint.name}"
+    for target, out in ((name, "by-name"), ("tiny-play", "by-run")):
+        assert main(["export-policy", target, str(tmp_path / out), "--store", str(store)]) == 0
+        assert load_policy(tmp_path / out).source["checkpoint"] == name
+    capsys.readouterr()
+    assert main(["export-policy", str(tmp_path), str(tmp_path / "x")]) == 2
+    assert "is not a trainer checkpoint" in capsys.readouterr().err
+    assert main(["export-policy", "no-such-run", str(tmp_path / "y"), "--store", str(store)]) == 2
+    assert "has no checkpoints" in capsys.readouterr().err
