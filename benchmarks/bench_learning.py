@@ -16,6 +16,16 @@ steps/s, wall time, the curve). `--plot` draws every result found in `<out>` int
 env steps over `--workers` processes, and writes `<out>/explore.json`: per seed, env steps
 to the win and to each milestone, cells, wall time, and whether the winning trajectory
 replays to the credits; `<out>/explore-seed<N>.actions` keeps each win.
+
+`evaluate` is phase 2's measure: a trained policy (`--policy`: a checkpoint folder or a
+policy folder, ``koholint.baselines.trained``) plays `--episodes` episodes (seeds 0..N-1)
+from `start_of_play` and from power-on with sticky actions `--sticky` (0.25), and from each
+`--demo <trajectory.actions>@<step>`, in the env settings it trained with; writes
+`<out>/evaluate.json` (win rate, Wilson 95% interval, mean steps and progress level per
+start) and prints the BENCHMARKS.md rows.
+
+    .venv/bin/python benchmarks/bench_learning.py --config evaluate --policy benchmarks/results/win/policy \
+        --demo benchmarks/results/win/explore-seed0.actions@768 --out benchmarks/results/win
 """
 
 from __future__ import annotations
@@ -148,6 +158,43 @@ def explore_seeds(steps: int, seeds: list[int], workers: int, out: Path) -> dict
             "median_steps_to_win": float(np.median(wins)) if wins else None}  # fmt: skip
 
 
+def evaluate(policy_path: Path, episodes: int, sticky: float, demos: list[str]) -> dict[str, Any]:
+    """Win rate of a trained policy from start_of_play, power-on and the given demo steps."""
+    from koholint.baselines.trained import PlaySettings, load_policy, play_policy
+
+    policy = load_policy(policy_path)
+    rows = []
+    for start in ["start_of_play", "power-on", *(f"demo:{demo}" for demo in demos)]:
+        started = time.perf_counter()
+        report = play_policy(policy, PlaySettings(start=start, episodes=episodes, sticky=sticky))
+        low, high = report.interval()
+        played = report.episodes
+        row = {
+            "start": report.start, "sticky": report.sticky, "planner": report.planner,
+            "max_steps": report.max_steps, "episodes": len(played), "wins": report.wins,
+            "win_rate": report.win_rate, "interval_95": [round(low, 4), round(high, 4)],
+            "mean_steps": float(np.mean([e.steps for e in played])),
+            "mean_level": float(np.mean([e.level for e in played])),
+            "reached": {m: _mean([e.milestones for e in played], m) for m in MILESTONES},
+            "wall_s": round(time.perf_counter() - started, 1),
+        }  # fmt: skip
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    return {"policy": str(policy.path), "source": policy.source, "rows": rows}
+
+
+def evaluation_table(result: dict[str, Any]) -> str:
+    """The rows of BENCHMARKS.md's evaluation table."""
+    lines = ["| start | sticky | episodes | wins | win rate | 95% interval | mean steps | mean level |",
+             "| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |"]  # fmt: skip
+    for row in result["rows"]:
+        low, high = row["interval_95"]
+        lines.append(f"| {row['start']} | {row['sticky']} | {row['episodes']} | {row['wins']} | "
+                     f"{row['win_rate']:.2f} | {low:.2f}-{high:.2f} | {row['mean_steps']:.0f} | "
+                     f"{row['mean_level']:.2f} |")  # fmt: skip
+    return "\n".join(lines)
+
+
 def plot(out: Path) -> Path:
     import matplotlib
 
@@ -172,7 +219,7 @@ def plot(out: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", choices=["random", "explore", *PPO_CONFIGS])
+    parser.add_argument("--config", choices=["random", "explore", "evaluate", *PPO_CONFIGS])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2],
                         help="explore: one phase-1 run per seed")  # fmt: skip
     parser.add_argument("--steps", type=int, default=1_000_000)
@@ -181,9 +228,20 @@ def main() -> None:
     parser.add_argument("--envs", type=int, default=4)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning"))
     parser.add_argument("--plot", action="store_true")
+    parser.add_argument("--policy", type=Path, help="evaluate: a checkpoint or policy folder")
+    parser.add_argument("--episodes", type=int, default=100, help="evaluate: episodes per start")
+    parser.add_argument("--sticky", type=float, default=0.25, help="evaluate: sticky actions")
+    parser.add_argument("--demo", nargs="*", default=[],
+                        help="evaluate: also from these <trajectory.actions>@<step> starts")  # fmt: skip
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.config == "explore":
+    if args.config == "evaluate":
+        if args.policy is None:
+            parser.error("--config evaluate needs --policy PATH (a checkpoint or policy folder)")
+        result = evaluate(args.policy, args.episodes, args.sticky, args.demo)
+        (args.out / "evaluate.json").write_text(json.dumps(result, indent=1))
+        print(evaluation_table(result))
+    elif args.config == "explore":
         result = explore_seeds(args.steps, args.seeds, args.workers, args.out)
         (args.out / "explore.json").write_text(json.dumps(result, indent=1))
         print(json.dumps({k: v for k, v in result.items() if k != "runs"}, indent=1))
