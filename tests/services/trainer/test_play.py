@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from koholint.baselines.trained import load_policy
+from koholint.baselines.trained import PlaySettings, load_policy, play_policy
 from koholint.cli import main
 from koholint.env.encoding import OBSERVATION_SIZE
 from trainer.ppo.config import Deployment, resolve
@@ -80,6 +81,17 @@ def test_play_prints_one_row_per_episode_and_the_count(checkpoint, capsys):
     assert all(row[1] in ("yes", "no") and 0 < int(row[2]) <= 96 for row in rows)
     wins = sum(row[1] == "yes" for row in rows)
     assert f"({wins}/3 episodes won)" in out
+
+
+@pytest.mark.slow
+def test_the_same_seeds_play_the_same_episodes(checkpoint):
+    """Sticky actions and sampling are seeded per episode: a win rate is reproducible."""
+    policy = load_policy(checkpoint)
+    settings = PlaySettings(start="start_of_play", episodes=2, seed=3)
+    first, second = (play_policy(policy, settings).episodes for _ in range(2))
+    assert [replace(e, seconds=0) for e in first] == [replace(e, seconds=0) for e in second]
+    other = play_policy(policy, replace(settings, seed=11)).episodes
+    assert [e.episode_return for e in other] != [e.episode_return for e in first]
 
 
 @pytest.mark.slow

@@ -209,3 +209,16 @@ def test_bad_flags_are_refused(tmp_path, capsys):
     code, _, err = play(capsys, "--policy", "random", "--sticky", "0.1")
     assert code == 2
     assert "apply to --policy checkpoint:PATH only" in err
+
+
+def test_actions_are_sampled_from_the_softmax_or_taken_greedily(tmp_path):
+    bias = np.log(np.array([0.5, 0.3, 0.2, 0, 0, 0, 0, 0, 0]) + 1e-12).astype(np.float32)
+    head = np.zeros((len(Action), OBSERVATION_SIZE), np.float32), bias
+    write_policy(tmp_path, [head], env=TRAINED_ENV, planner="off")
+    policy = load_policy(tmp_path)
+    rng = np.random.default_rng(0)
+    observation = np.zeros(OBSERVATION_SIZE, np.float32)
+    counts = np.bincount([policy.act(observation, rng) for _ in range(20_000)], minlength=9)
+    np.testing.assert_allclose(counts[:3] / 20_000, [0.5, 0.3, 0.2], atol=0.015)
+    assert counts[3:].sum() == 0
+    assert policy.act(observation, rng, greedy=True) == 0
