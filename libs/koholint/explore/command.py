@@ -1,8 +1,9 @@
 """``koholint explore``: run phase 1 until the cartridge is won, and keep the winning trajectory.
 
 Writes into ``--out``: ``win.actions`` (the actions, one byte each), ``win.jsonl`` (the same
-as a trajectory with a RAM hash per step: ``koholint replay`` checks it) and
-``summary.json`` (env steps to the win and to each milestone, cells, seconds).
+as a trajectory with a RAM hash per step: ``koholint replay`` checks it),
+``summary.json`` (env steps to the win and to each milestone, cells, seconds) and, with
+``--shorten``, ``win-short.actions`` (``koholint.explore.shorten``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,9 @@ def register(commands: argparse._SubParsersAction) -> None:
     explore.add_argument("--out", default="runs/explore", help="folder for the win and summary")
     explore.add_argument("--prefer-health", action="store_true",
                          help="per cell, keep the state with the most hearts before the fastest")  # fmt: skip
+    explore.add_argument("--shorten", action="store_true",
+                         help="also write win-short.actions: the win without the runs of actions "
+                              "it did not need (a cleaner demonstration for robustify)")  # fmt: skip
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     explore.set_defaults(handler=cmd_explore)
 
@@ -67,6 +71,12 @@ def cmd_explore(args: argparse.Namespace) -> int:
         (out / "win.actions").write_bytes(result.trajectory)
         check = write_trajectory(result.trajectory, out / "win.jsonl", start_state=start)
         summary["replay_wins"] = check.won
+        if args.shorten:
+            from koholint.explore.shorten import shorten, winner
+
+            short = shorten(result.trajectory, winner(start)).actions
+            (out / "win-short.actions").write_bytes(short)
+            summary["shortened_steps"] = len(short)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     verdict = f"won in {len(result.trajectory)} steps" if result.trajectory else "no win"
     print(f"{verdict} after {result.env_steps} env steps, {result.cells} cells, "

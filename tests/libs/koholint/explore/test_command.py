@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from koholint.cli import main
 
 
@@ -25,3 +27,18 @@ def test_a_budget_too_small_to_win_writes_the_summary_and_fails(tmp_path: Path, 
 def test_bad_settings_exit_2_naming_the_setting(tmp_path: Path, capsys):
     assert main(["explore", "--workers", "0", "--out", str(tmp_path)]) == 2
     assert "workers=0" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # ~3 min: seed 1's win (67k env steps), then ~150 replays to shorten it
+def test_shorten_writes_a_shorter_win_that_still_wins(tmp_path: Path):
+    from koholint.explore.shorten import winner
+
+    code = main(["explore", "--seed", "1", "--workers", "1", "--quiet", "--shorten",
+                 "--out", str(tmp_path)])  # fmt: skip
+    assert code == 0
+    found = (tmp_path / "win.actions").read_bytes()
+    short = (tmp_path / "win-short.actions").read_bytes()
+    assert len(short) < len(found)
+    assert winner()(short)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["shortened_steps"] == len(short)

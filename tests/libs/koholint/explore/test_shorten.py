@@ -1,0 +1,45 @@
+"""Shortening a winning trajectory: runs the win did not need are dropped, the rest still wins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from koholint.explore.shorten import run_length, shorten, winner
+
+WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
+
+
+def needs_three_rights_then_a(actions: bytes) -> bool:
+    """A stand-in game: it is won by the last action A (5) after at least three RIGHTs (4)."""
+    return actions.endswith(b"\x05") and actions.count(4) >= 3
+
+
+def test_runs_that_did_not_matter_are_dropped():
+    actions = bytes([5] * 6 + [4] * 8 + [1] * 3 + [5] * 4)
+    result = shorten(actions, needs_three_rights_then_a)
+    assert result.actions == bytes([4] * 4 + [5] * 2)  # the spam and UPs gone, runs halved
+    assert needs_three_rights_then_a(result.actions)
+    assert result.replays > 1
+
+
+def test_a_trajectory_that_does_not_win_is_refused():
+    with pytest.raises(ValueError, match="does not win"):
+        shorten(bytes([4, 4]), needs_three_rights_then_a)
+
+
+def test_run_length_counts_from_the_start_given():
+    assert run_length(bytes([1, 1, 2, 2, 2, 1]), 2) == 3
+    assert run_length(bytes([1]), 0) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", ["explore-seed0-short.actions", "explore-seed0-health-short.actions"]
+)
+def test_the_committed_shortened_wins_replay_to_the_credits(name: str):
+    actions = (WIN / name).read_bytes()
+    wins = winner()
+    assert wins(actions)
+    assert not wins(actions[:-1])  # and not a step earlier
