@@ -20,6 +20,7 @@ extrinsic reward while budget remains; an episode with no extrinsic reward gets 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -170,6 +171,7 @@ class Rnd:
         self.observation_stats = RunningMeanStd((config.observation_size,))
         self.return_stats = RunningMeanStd()
         self._running_return = 0.0
+        self._stream_returns: dict[Any, float] = {}
         self._refresh_normalisation()
         self._refresh_fused()
 
@@ -203,6 +205,19 @@ class Rnd:
         for error in errors:
             self._running_return = self._running_return * self.config.gamma + float(error)
             self.return_stats.update_one(self._running_return)
+        return (errors / float(self.return_stats.std)).astype(np.float32)
+
+    def stream_intrinsic_rewards(self, observations: np.ndarray, streams: Any) -> np.ndarray:
+        """``intrinsic_rewards`` for one observation from each of several envs in one pass:
+        row i comes from env ``streams[i]``, and each env keeps its own discounted intrinsic
+        return (Burda et al.'s per-env reward filter); the running std is over all of them.
+        With a single stream it gives exactly what ``intrinsic_rewards`` gives."""
+        errors = self.errors(observations)
+        gamma, returns = self.config.gamma, self._stream_returns
+        for stream, error in zip(streams, errors.tolist(), strict=True):
+            running = returns.get(stream, 0.0) * gamma + error
+            returns[stream] = running
+            self.return_stats.update_one(running)
         return (errors / float(self.return_stats.std)).astype(np.float32)
 
     def train(self, observations: np.ndarray) -> float:

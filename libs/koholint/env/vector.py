@@ -111,14 +111,25 @@ class EpisodeEndVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
 
 Wrap = Callable[[gym.Env[np.ndarray, Any], int], gym.Env[np.ndarray, Any]]
 """Wraps env number `index` of a vector env (a trainer's exploration wrappers, say)."""
+WrapVector = Callable[
+    [VectorEnv[np.ndarray, np.ndarray, np.ndarray]], VectorEnv[np.ndarray, np.ndarray, np.ndarray]
+]
+"""Wraps the whole vector env (``koholint.env.wrappers.curiosity.CuriosityVectorWrapper``, say)."""
 
 
 def make_vector_env(
-    num_envs: int = 1, *, wrap: Wrap | None = None, vector: str = "episode-end", **settings: Any
+    num_envs: int = 1,
+    *,
+    wrap: Wrap | None = None,
+    wrap_vector: WrapVector | None = None,
+    vector: str = "episode-end",
+    **settings: Any,
 ) -> VectorEnv[np.ndarray, np.ndarray, np.ndarray]:
     """The ``vector_entry_point`` of ``koholint/Zelda-v1``: ``num_envs`` ZeldaEnv(**settings),
     each passed through ``wrap(env, index)`` when given, in an ``EpisodeEndVectorEnv``
-    (``vector="sync"``: Gymnasium's SyncVectorEnv, which keeps every step's infos).
+    (``vector="sync"``: Gymnasium's SyncVectorEnv, which keeps every step's infos), the
+    whole passed through ``wrap_vector(vector_env)`` when given (work done once for all
+    envs, such as batched curiosity).
 
     >>> import gymnasium as gym, koholint
     >>> envs = gym.make_vec(koholint.ENV_ID, 2, vectorization_mode="vector_entry_point")
@@ -135,12 +146,13 @@ def make_vector_env(
 
         return build
 
-    factories = [make(index) for index in range(num_envs)]
-    if vector == "sync":
-        return gym.vector.SyncVectorEnv(factories)
-    if vector != "episode-end":
+    if vector not in ("episode-end", "sync"):
         raise ValueError(f"vector={vector!r}: use 'episode-end' or 'sync'")
-    return EpisodeEndVectorEnv(factories)
+    factories = [make(index) for index in range(num_envs)]
+    envs: VectorEnv[np.ndarray, np.ndarray, np.ndarray] = (
+        gym.vector.SyncVectorEnv(factories) if vector == "sync" else EpisodeEndVectorEnv(factories)
+    )
+    return wrap_vector(envs) if wrap_vector is not None else envs
 
 
 def _seeds(seed: int | Sequence[int | None] | None, count: int) -> list[int | None]:

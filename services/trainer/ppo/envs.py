@@ -1,8 +1,9 @@
 """The training environment: koholint/Zelda-v1 inside planner, curiosity, Go-Explore and export wrappers.
 
-Each Ray env runner builds the env's registered vector env (``vector_entry_point``) and wraps
-every env in it with ``wrap_train_env``. The Go-Explore archive is shared through a named Ray
-actor; segments are exported by one queue per process.
+Each Ray env runner builds the env's registered vector env (``vector_entry_point``), wraps
+every env in it with ``wrap_train_env`` and the vector env with ``wrap_train_vector``. The
+Go-Explore archive is shared through a named Ray actor; segments are exported by one queue
+per process.
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from koholint.env.archive import Archive, Cell, CellRecord
 from koholint.env.export import EXPORT_COUNTS, ExportQueue
 from koholint.env.rnd import RndConfig
 from koholint.env.wrappers import (
-    CuriosityWrapper,
     CurriculumWrapper,
     Frontier,
     GoExploreWrapper,
@@ -32,6 +32,7 @@ from koholint.env.wrappers import (
     SegmentRecorder,
     ShapingWrapper,
 )
+from koholint.env.wrappers.curiosity import CuriosityVectorWrapper
 from koholint.env.wrappers.positions import process_position_publisher
 from koholint.planning.backends import Backend, make_backend
 from koholint.planning.llm import TEXT_ROUTES
@@ -66,10 +67,16 @@ class ArchiveActor:
 
 
 class RayArchiveSource:
-    """ArchiveSource over the ArchiveActor: merges are sent without waiting."""
+    """ArchiveSource over the ArchiveActor: merges are sent without waiting, and what the
+    archive knows is fetched in the background: ``known`` returns the last answer that
+    arrived and asks again, so envs never wait on the actor mid-sample (they learn of other
+    runners' cells one sync later). One per process (``process_archive_source``): a
+    runner's envs sync on the same step and share one request."""
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
+        self._known: dict[Cell, int] = {}
+        self._pending: Any = None
 
     def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None:
         self.actor.merge.remote(cells)
@@ -78,7 +85,26 @@ class RayArchiveSource:
         return ray.get(self.actor.frontier.remote(seed))  # type: ignore[no-any-return]
 
     def known(self) -> dict[Cell, int]:
-        return ray.get(self.actor.known.remote())  # type: ignore[no-any-return]
+        if self._pending is not None and ray.wait([self._pending], timeout=0)[0]:
+            self._known, self._pending = ray.get(self._pending), None
+        if self._pending is None:
+            self._pending = self.actor.known.remote()
+        return self._known
+
+
+_archive_sources: dict[str, RayArchiveSource] = {}
+_archive_sources_lock = threading.Lock()
+
+
+def process_archive_source(actor_name: str) -> RayArchiveSource:
+    """One RayArchiveSource per process and archive actor (by the actor's id: a resumed run
+    in the same process starts a new actor under the same name)."""
+    actor = ray.get_actor(actor_name)
+    key = actor._actor_id.hex()
+    with _archive_sources_lock:
+        if key not in _archive_sources:
+            _archive_sources[key] = RayArchiveSource(actor)
+        return _archive_sources[key]
 
 
 _exporters: dict[tuple[str, str], ExportQueue] = {}
@@ -127,7 +153,17 @@ def rllib_env_config(
     on each env runner: the env's settings (validated once, in TrainConfig) and the wrapping."""
     wrap = functools.partial(wrap_train_env, config, deployment, archive_actor)
     vector = "episode-end" if config.lean_sampling else "sync"
-    return {"config": config.env, "wrap": wrap, "vector": vector}
+    settings = {"config": config.env, "wrap": wrap, "vector": vector}
+    if config.curiosity_weight > 0:  # one RND pass a step for all of a runner's envs
+        settings["wrap_vector"] = functools.partial(wrap_train_vector, config)
+    return settings
+
+
+def wrap_train_vector(
+    config: TrainConfig, envs: gym.vector.VectorEnv[Any, Any, Any]
+) -> gym.vector.VectorEnv[Any, Any, Any]:
+    """The trainer's wrapper around a runner's whole vector env: batched RND curiosity."""
+    return CuriosityVectorWrapper(envs, weight=config.curiosity_weight, rnd=RndConfig())
 
 
 def wrap_train_env(
@@ -137,11 +173,10 @@ def wrap_train_env(
     env: gym.Env[np.ndarray, Any],
     index: int,
 ) -> gym.Env[np.ndarray, Any]:
-    """The trainer's wrappers around env number `index` of a runner (RND seeds by index)."""
+    """The trainer's wrappers around env number `index` of a runner (curiosity wraps the
+    runner's vector env: ``wrap_train_vector``)."""
     if config.planner != "off":
         env = PlannerControlWrapper(env, planner_backend(config.planner, deployment.planner_url))
-    if config.curiosity_weight > 0:
-        env = CuriosityWrapper(env, weight=config.curiosity_weight, rnd=RndConfig(seed=index))
     robustify = config.phase in ("robustify", "both")
     if robustify:  # the curriculum chooses every start: the archive's restarts stay off
         actor = ray.get_actor(curriculum_actor_name(config.run))
@@ -151,7 +186,7 @@ def wrap_train_env(
     if config.archive_restart_every and not robustify:
         env = GoExploreWrapper(
             env,
-            RayArchiveSource(ray.get_actor(archive_actor)),
+            process_archive_source(archive_actor),
             restart_every=config.archive_restart_every,
         )
     if config.reward_model:  # off until the driver hands over a version (trainer/ppo/shaping.py)

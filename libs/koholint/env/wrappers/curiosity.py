@@ -6,6 +6,7 @@ from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 from koholint.env.rnd import INTRINSIC_RATIO, IntrinsicBudget, Rnd, RndConfig
 
@@ -45,3 +46,83 @@ class CuriosityWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
             self.rnd.train(np.stack(self._buffer))
             self._buffer.clear()
         return observation, float(reward) + paid, terminated, truncated, info
+
+
+class CuriosityVectorWrapper(gym.vector.VectorWrapper):
+    """``CuriosityWrapper`` for a whole vector env: one RND (one target, one predictor) for
+    all its envs, evaluated in one pass a step on every env's next observation.
+
+    Per env it pays what ``CuriosityWrapper`` pays: each env keeps its own 30% budget (reset
+    with its episode) and its own discounted intrinsic return. What the envs share is the
+    predictor: it trains on every env's observations, once every `train_every` steps (one
+    batch of ``train_every * num_envs`` observations), and the running std that normalises
+    the reward. One pass for n envs reads the networks' weights once instead of n times:
+    ~4x cheaper per env step with 4 envs. With one env it gives exactly the rewards of
+    ``CuriosityWrapper``.
+
+    The intrinsic reward is added on top of what the envs return (their wrappers see the
+    extrinsic reward only) and is not reported in the per-step infos, which vector envs do
+    not carry every step. The vector env must autoreset in next-step mode (Gymnasium's
+    default): the step after an episode ends is a reset, paid nothing.
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv[Any, Any, Any], *, weight: float = 1.0,
+                 ratio: float = INTRINSIC_RATIO, train_every: int = 128,
+                 rnd: RndConfig | None = None) -> None:  # fmt: skip
+        super().__init__(env)
+        if weight < 0 or train_every < 1:
+            raise ValueError(f"weight {weight} must be >= 0 and train_every {train_every} >= 1")
+        mode = env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP)
+        if mode != AutoresetMode.NEXT_STEP:
+            raise ValueError(
+                f"CuriosityVectorWrapper needs a vector env in next-step autoreset mode, not "
+                f"{mode}: build it with autoreset_mode=AutoresetMode.NEXT_STEP"
+            )
+        self.weight = weight
+        self.ratio = IntrinsicBudget(ratio).ratio  # validated there
+        self.train_every = train_every
+        self.rnd = Rnd(rnd)
+        count = env.num_envs
+        self._extrinsic = np.zeros(count)  # |extrinsic| so far in each env's episode
+        self._paid = np.zeros(count)  # intrinsic paid so far in each env's episode
+        self._resetting = np.zeros(count, np.bool_)  # the next step resets these envs
+        self.last_step_reset = np.zeros(count, np.bool_)
+        """the envs that the last step reset (paid nothing: their episodes had ended)"""
+        self._buffer: list[np.ndarray] = []
+        self._buffered = 0
+
+    def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
+        self._extrinsic[:] = self._paid[:] = 0.0
+        self._resetting[:] = self.last_step_reset[:] = False
+        return self.env.reset(**kwargs)
+
+    def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
+        observations, rewards, terminations, truncations, infos = self.env.step(actions)
+        resetting = self.last_step_reset = self._resetting
+        self._extrinsic[resetting] = self._paid[resetting] = 0.0  # a new episode, a new budget
+        self._resetting = np.logical_or(terminations, truncations)
+        rows = np.flatnonzero(~resetting)
+        if rows.size:
+            stepped = observations[rows]
+            rewards = np.array(rewards, np.float64)
+            rewards[rows] += self._pay(rows, rewards[rows], stepped)
+            self._train_on(stepped)
+        return observations, rewards, terminations, truncations, infos
+
+    def _pay(self, rows: np.ndarray, extrinsic: np.ndarray, observations: np.ndarray) -> np.ndarray:
+        """The intrinsic reward paid to each of `rows` (IntrinsicBudget.grant, per env)."""
+        raw = self.rnd.stream_intrinsic_rewards(observations, rows.tolist()).astype(np.float64)
+        raw *= self.weight
+        self._extrinsic[rows] += np.abs(extrinsic)
+        budget = np.maximum(self.ratio * self._extrinsic[rows] - self._paid[rows], 0.0)
+        paid = np.minimum(np.maximum(raw, 0.0), budget)
+        self._paid[rows] += paid
+        return paid
+
+    def _train_on(self, observations: np.ndarray) -> None:
+        self._buffer.append(observations)
+        self._buffered += len(observations)
+        if self._buffered >= self.train_every * self.num_envs:
+            self.rnd.train(np.concatenate(self._buffer))
+            self._buffer.clear()
+            self._buffered = 0

@@ -25,7 +25,8 @@ class ArchiveSource(Protocol):
         ...
 
     def known(self) -> dict[Cell, int]:
-        """The fewest steps known to reach each cell (what a new state must beat)."""
+        """The fewest steps known to reach each cell (what a new state must beat). A source
+        may return the same dict again when it has learnt nothing new (never mutated)."""
         ...
 
 
@@ -92,6 +93,8 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self.restarted = False
         self._room_flags: Any = None
         self._room_flags_pyboy: Any = None
+        self._game: Any = env.unwrapped  # the ZeldaEnv, looked up once (not per step)
+        self._synced_known: Any = None
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
         self._sync()
@@ -113,15 +116,15 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         observation, reward, terminated, truncated, info = self.env.step(action)
         self._steps += 1
         self._return += float(reward)
-        game = self.env.unwrapped
-        raw = game.raw_state  # type: ignore[attr-defined]
+        game = self._game
+        raw = game.raw_state
         cell = (*info["cell"], progress_level(raw, self._room_flag_memory(game)))
         known = self._known.get(cell)
         better = known is None or self._steps <= known - self.improve_by
         # A state saved mid-transition would restart in the next room, not this cell.
         if better and not raw.transition:
             self._known[cell] = self._steps
-            self._improved.observe(cell, self._steps, self._return, game.gameboy.save_state)  # type: ignore[attr-defined]
+            self._improved.observe(cell, self._steps, self._return, game.gameboy.save_state)
         if terminated or truncated:
             self._flush()
         elif self._steps % self.sync_every == 0:
@@ -145,7 +148,11 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     def _sync(self) -> None:
         """Flush, then learn the fewest steps the source knows for each cell."""
         self._flush()
-        for cell, steps in self.source.known().items():
+        known = self.source.known()
+        if known is self._synced_known:  # a source may hand out the same answer again
+            return
+        self._synced_known = known
+        for cell, steps in known.items():
             if steps < self._known.get(cell, steps + 1):
                 self._known[cell] = steps
 

@@ -9,7 +9,8 @@ import numpy as np
 
 import koholint
 from koholint.env.vector import EpisodeEndVectorEnv
-from koholint.env.wrappers import CuriosityWrapper, PlannerControlWrapper
+from koholint.env.wrappers import PlannerControlWrapper
+from koholint.env.wrappers.curiosity import CuriosityVectorWrapper
 from trainer.ppo.config import Deployment, resolve
 from trainer.ppo.envs import rllib_env_config
 
@@ -28,18 +29,28 @@ def test_the_vector_entry_point_wraps_every_env_with_its_index(tmp_path: Path):
         vectorization_mode="vector_entry_point",
         **rllib_env_config(config, deployment, archive_actor=""),
     )
-    assert isinstance(vector, EpisodeEndVectorEnv)
-    for index, env in enumerate(vector.envs):
-        assert isinstance(env, CuriosityWrapper)
-        assert env.weight == 0.5
-        assert env.rnd.config.seed == index  # each env its own RND seed
-        assert isinstance(env.env, PlannerControlWrapper)
+    # Curiosity wraps the whole vector env: one RND pass a step for every env.
+    assert isinstance(vector, CuriosityVectorWrapper)
+    assert vector.weight == 0.5
+    assert isinstance(vector.env, EpisodeEndVectorEnv)
+    for env in vector.env.envs:
+        assert isinstance(env, PlannerControlWrapper)
         zelda = env.unwrapped
         assert (zelda.config.frame_skip, zelda.config.max_episode_steps) == (2, 8)
         assert zelda.config.info_state is False  # the trainer's env default
     observations, _ = vector.reset(seed=0)
     assert observations.shape == (3, 128)
     vector.step(np.zeros(3, dtype=np.int64))
+    vector.close()
+
+
+def test_without_curiosity_the_vector_env_is_not_wrapped(tmp_path: Path):
+    config = resolve({"curiosity_weight": 0.0, "archive_restart_every": 0,
+                      "export_every_episodes": 0}, environ={})  # fmt: skip
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path))
+    vector = gym.make_vec(koholint.ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",
+                          **rllib_env_config(config, deployment, archive_actor=""))  # fmt: skip
+    assert isinstance(vector, EpisodeEndVectorEnv)
     vector.close()
 
 
