@@ -11,9 +11,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from env_sim.config import Settings
+from env_sim.live import LiveStreams
 from env_sim.metrics import Metrics
 from env_sim.roms import RomRegistry
-from env_sim.routes import roms, sessions
+from env_sim.routes import live, roms, sessions
 from env_sim.sessions import SessionManager
 from koholint.env.wrappers.positions import process_position_publisher
 from koholint.store import StoreError, open_store
@@ -44,6 +45,9 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
             )
             manager.positions_every = settings.positions_every
         app.state.sessions = manager
+        app.state.live = LiveStreams(
+            settings.max_live_clients, settings.max_live_fps, settings.live_send_timeout_seconds
+        )
         evictor = asyncio.create_task(manager.evict_forever())
         try:
             yield
@@ -54,7 +58,7 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
     app = create_service_app(
         name="env-sim",
         lifespan=lifespan,
-        routers=[sessions.router, roms.router],
+        routers=[sessions.router, live.router, roms.router],
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,

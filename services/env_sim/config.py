@@ -34,6 +34,25 @@ class Settings(BaseSettings):
     )
     positions_every: int = Field(8, ge=1, le=10_000, description="publish every N-th step")
     positions_stream: str = Field(STREAM_POSITIONS, min_length=1, max_length=200)
+    max_live_clients: int = Field(
+        16,
+        ge=1,
+        le=1024,
+        description="live frame streams open at once (all sessions); more get 429",
+    )
+    max_live_fps: int = Field(60, ge=1, le=60, description="frames per second of one live stream")
+    live_send_timeout_seconds: float = Field(
+        5.0,
+        gt=0,
+        le=120,
+        description="a live viewer that takes longer to accept a frame is dropped",
+    )
+    max_players: int = Field(
+        4, ge=1, le=256, description="sessions playing at real speed at once; more get 429"
+    )
+    max_play_seconds: float = Field(
+        600.0, gt=0, le=86_400, description="a player stops after this long"
+    )
     store_url: str = Field(
         "/tmp/koholint-env-sim-store", description="object store: a path, file:// or s3://"
     )

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from koholint.schemas.env_sim import (
     SessionSettings,
 )
 from koholint.web.problems import ConflictError, NotFoundError, TooManyError, UnprocessableError
+
+if TYPE_CHECKING:
+    from env_sim.live import FrameFeed, Player
 
 T = TypeVar("T")
 logger = logging.getLogger("env_sim.sessions")
@@ -57,6 +60,19 @@ class Session:
     lock: threading.Lock = field(default_factory=threading.Lock)
     positions: PositionPublisher | None = None
     positions_every: int = 8
+    feed: FrameFeed | None = None  # made by the first live stream of the session
+    player: Player | None = None  # the latest player (POST .../play)
+
+    def playing(self) -> Player | None:
+        return self.player if self.player is not None and self.player.state == "playing" else None
+
+    def busy_detail(self) -> str:
+        if (player := self.playing()) is not None:
+            return (
+                f"session {self.id} is playing ({player.request.policy}); "
+                f"DELETE /v1/sessions/{self.id}/play to stop it"
+            )
+        return f"session {self.id} is busy with another request; retry when it finishes"
 
     def info(self) -> SessionInfo:
         return SessionInfo(
@@ -139,10 +155,14 @@ class SessionManager:
 
     async def delete(self, session_id: str) -> None:
         session = self.get(session_id)
+        if (player := session.playing()) is not None:  # closing a session ends its play
+            await self.in_pool(lambda: player.stop("the session was closed"))
         if not session.lock.acquire(blocking=False):
             raise ConflictError(f"session {session_id} is busy; retry when its request finishes")
         try:
             self._sessions.pop(session_id, None)
+            if session.feed is not None:
+                session.feed.close()
             await self.in_pool(lambda: close_env(session.env))
         finally:
             session.lock.release()
@@ -155,6 +175,8 @@ class SessionManager:
             if now - session.last_used > self.ttl_seconds and session.lock.acquire(blocking=False):
                 try:
                     self._sessions.pop(session.id, None)
+                    if session.feed is not None:
+                        session.feed.close()
                     close_env(session.env)
                     evicted += 1
                     logger.info("session evicted", extra={"session": session.id, "event": "evict"})
@@ -172,6 +194,10 @@ class SessionManager:
 
     def close(self) -> None:
         for session in list(self._sessions.values()):
+            if (player := session.playing()) is not None:
+                player.stop("the server is shutting down")
+            if session.feed is not None:
+                session.feed.close()
             session.env.close()
         self._sessions.clear()
         self.pool.shutdown(wait=True)
@@ -184,9 +210,7 @@ class SessionManager:
         """Run `work` on the session in the pool; 409 if another request holds the session."""
         session = self.get(session_id)
         if not session.lock.acquire(blocking=False):
-            raise ConflictError(
-                f"session {session_id} is busy with another request; retry when it finishes"
-            )
+            raise ConflictError(session.busy_detail())
         started = time.perf_counter()
         try:
             return await self.in_pool(lambda: work(session))
@@ -269,11 +293,15 @@ def _transition(
 def _step(
     session: Session, action: int, render: bool
 ) -> tuple[np.ndarray, dict[str, Any], dict[str, Any]]:
-    session.env.render_mode = "rgb_array" if render else None
+    # While someone streams the session, a step renders (at most the streams' frame rate).
+    live = session.feed is not None and session.feed.due()
+    session.env.render_mode = "rgb_array" if render or live else None
     try:
         observation, reward, terminated, truncated, info = session.env.step(action)
     finally:
         session.env.render_mode = None
+    if live:
+        session.feed.publish_rgb(session.env.gameboy.screen_rgb(), session.env.gameboy.frame)  # type: ignore[union-attr]
     session.steps += 1
     session.episode_steps += 1
     if session.positions is not None and session.episode_steps % session.positions_every == 0:
@@ -282,6 +310,19 @@ def _step(
             env_id=session.id, episode_step=session.episode_steps,
         )  # fmt: skip
     return observation, _transition(action, float(reward), terminated, truncated, info), info
+
+
+def step_plain(session: Session, action: int) -> tuple[np.ndarray, bool, bool, dict[str, Any]]:
+    """One step for the player: observation, terminated, truncated, info."""
+    observation, transition, info = _step(session, action, False)
+    return observation, transition["terminated"], transition["truncated"], info
+
+
+def new_episode(session: Session, seed: int | None) -> tuple[np.ndarray, dict[str, Any]]:
+    """A new episode from the session's own start (the player's reset)."""
+    observation, info = session.env.reset(seed=seed)
+    session.episode_steps = 0
+    return observation, info
 
 
 def step(session: Session, action: int, frame: bool) -> bytes:

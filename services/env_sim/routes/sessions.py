@@ -144,7 +144,10 @@ async def step_session_batch(
 
 @router.get("/{session_id}/state", responses=ON_SESSION)
 async def get_state(session_id: str, sessions: SessionsDep) -> GameState:
-    """The structured game state now."""
+    """The structured game state now (while the session plays: after its player's last step)."""
+    player = sessions.get(session_id).playing()
+    if player is not None and player.last_state is not None:
+        return GameState.model_validate(player.last_state)
     return await sessions.run(session_id, "state", ops.state)
 
 
@@ -154,7 +157,11 @@ async def get_state(session_id: str, sessions: SessionsDep) -> GameState:
     responses={200: {"content": {"image/png": {}}}, **ON_SESSION},
 )
 async def get_frame(session_id: str, sessions: SessionsDep) -> Response:
-    """The screen now, as PNG (the game does not advance)."""
+    """The screen now, as PNG (the game does not advance; while it plays and is streamed:
+    the newest streamed frame)."""
+    session = sessions.get(session_id)
+    if session.playing() is not None and session.feed is not None and session.feed.latest:
+        return Response(session.feed.latest[2], media_type="image/png")
     png = await sessions.run(session_id, "frame", ops.frame_png)
     return Response(png, media_type="image/png")
 

@@ -26,14 +26,19 @@ from koholint.game.savestate import _HEADER, FORMAT_VERSION, MAGIC, pack_state, 
 pytestmark = pytest.mark.anyio
 MIB = 1024 * 1024
 # Paths whose bodies are bytes no schema can judge: a well-formed upload may still be a bad state.
-OPAQUE_BODIES = {"/v1/sessions/{session_id}/load": [422], "/v1/roms": [422]}
+OPAQUE_BODIES = {"/v1/sessions/{session_id}/load": [422], "/v1/roms": [422],
+                 # whether a policy can play a session depends on the session (the walkthrough
+                 # needs frame_skip 1): a schema-valid play request may get 422
+                 "/v1/sessions/{session_id}/play": [422]}  # fmt: skip
 
 
 @pytest.mark.slow
 def test_openapi_contract_holds_under_schemathesis(settings: Settings, tmp_path: Path) -> None:
     check_openapi_contract(
-        create_app(settings), max_examples=10, opaque_bodies=OPAQUE_BODIES, tmp_dir=tmp_path
-    )
+        create_app(settings), max_examples=10, opaque_bodies=OPAQUE_BODIES, tmp_dir=tmp_path,
+        # A live stream never ends: no answer within a request timeout (test_live_play.py).
+        exclude_paths=["/v1/sessions/{session_id}/live"],
+    )  # fmt: skip
 
 
 def test_spec_documents_problem_json_and_the_limits(settings: Settings) -> None:
