@@ -94,38 +94,43 @@ def _numpy_layers(network: nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]
     ]
 
 
-def _numpy_forward(layers: list[tuple[np.ndarray, np.ndarray]], inputs: np.ndarray) -> np.ndarray:
-    """The ReLU MLP of ``_mlp`` in numpy: for one observation a step, torch's per-call
-    overhead costs ~10x the arithmetic."""
-    hidden = inputs
-    for index, (weight, bias) in enumerate(layers):
-        hidden = hidden @ weight + bias
-        if index < len(layers) - 1:
-            np.maximum(hidden, 0.0, out=hidden)
-    return hidden
+class _PairedNetworks:
+    """The target and predictor MLPs evaluated together in numpy: the first layers side by
+    side (one matmul), the later ones as a stack of two (one batched matmul each). For a
+    few observations a step (one per env) the number of numpy calls costs more than the
+    arithmetic, and torch's per-call overhead ~10x more again. A copy of the weights:
+    rebuilt after every predictor step."""
 
-
-def _fused_layers(
-    first: list[tuple[np.ndarray, np.ndarray]], second: list[tuple[np.ndarray, np.ndarray]]
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Two MLPs of the same shape as one: the first layer's weights side by side, the others
-    block-diagonal, so one pass computes both outputs (``[first | second]``) with half the
-    numpy calls: at one observation a step the calls, not the arithmetic, cost the time."""
-    fused = []
-    for index, ((weight_a, bias_a), (weight_b, bias_b)) in enumerate(
-        zip(first, second, strict=True)
-    ):
-        if index == 0:
-            weight = np.ascontiguousarray(np.concatenate([weight_a, weight_b], axis=1))
-        else:
-            weight = np.zeros(
-                (weight_a.shape[0] + weight_b.shape[0], weight_a.shape[1] + weight_b.shape[1]),
-                np.float32,
+    def __init__(
+        self,
+        target: list[tuple[np.ndarray, np.ndarray]],
+        predictor: list[tuple[np.ndarray, np.ndarray]],
+    ) -> None:
+        (target_weight, target_bias), *target_rest = target
+        (predictor_weight, predictor_bias), *predictor_rest = predictor
+        self.first_weight = np.ascontiguousarray(
+            np.concatenate([target_weight, predictor_weight], axis=1)
+        )
+        self.first_bias = np.concatenate([target_bias, predictor_bias])
+        self.rest = [
+            (np.stack([weight_t, weight_p]), np.stack([bias_t, bias_p])[:, None, :])
+            for (weight_t, bias_t), (weight_p, bias_p) in zip(
+                target_rest, predictor_rest, strict=True
             )
-            weight[: weight_a.shape[0], : weight_a.shape[1]] = weight_a
-            weight[weight_a.shape[0] :, weight_a.shape[1] :] = weight_b
-        fused.append((weight, np.concatenate([bias_a, bias_b])))
-    return fused
+        ]
+
+    def difference(self, inputs: np.ndarray) -> np.ndarray:
+        """predictor(inputs) - target(inputs), one row per input."""
+        hidden = inputs @ self.first_weight + self.first_bias
+        np.maximum(hidden, 0.0, out=hidden)
+        # (n, 2h) -> (2, n, h): row 0 the target's hidden units, row 1 the predictor's
+        stacked = hidden.reshape(len(inputs), 2, -1).transpose(1, 0, 2)
+        for index, (weight, bias) in enumerate(self.rest):
+            stacked = np.matmul(stacked, weight) + bias
+            if index < len(self.rest) - 1:
+                np.maximum(stacked, 0.0, out=stacked)
+        difference: np.ndarray = stacked[1] - stacked[0]
+        return difference
 
 
 def _mlp(inputs: int, hidden: int, outputs: int) -> nn.Sequential:
@@ -173,11 +178,10 @@ class Rnd:
         self._running_return = 0.0
         self._stream_returns: dict[Any, float] = {}
         self._refresh_normalisation()
-        self._refresh_fused()
+        self._refresh_paired()
 
-    def _refresh_fused(self) -> None:
-        """Both networks as one (a copy: refreshed after every predictor step)."""
-        self._fused = _fused_layers(self._target_layers, self._predictor_layers)
+    def _refresh_paired(self) -> None:
+        self._paired = _PairedNetworks(self._target_layers, self._predictor_layers)
 
     def _refresh_normalisation(self) -> None:
         """The observation statistics as float32 shift and scale: they change only in
@@ -192,11 +196,9 @@ class Rnd:
 
     def errors(self, observations: np.ndarray) -> np.ndarray:
         """Raw prediction errors (mean squared, per observation)."""
-        outputs = _numpy_forward(self._fused, self._normalise(observations))
-        embedding = self.config.embedding
-        difference = outputs[:, embedding:] - outputs[:, :embedding]  # predictor - target
+        difference = self._paired.difference(self._normalise(observations))
         # sum / size: the mean without np.mean's Python-level wrapper (a few us a call)
-        errors: np.ndarray = np.square(difference).sum(axis=1) / embedding
+        errors: np.ndarray = np.square(difference).sum(axis=1) / self.config.embedding
         return errors
 
     def intrinsic_rewards(self, observations: np.ndarray) -> np.ndarray:
@@ -229,5 +231,5 @@ class Rnd:
         self.optimizer.zero_grad()
         loss.backward()
         self.optimizer.step()
-        self._refresh_fused()
+        self._refresh_paired()
         return float(loss.detach())
