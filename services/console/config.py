@@ -45,6 +45,10 @@ class Settings(BaseSettings):
     send_timeout_seconds: float = Field(
         5.0, gt=0, le=120, description="a browser that takes longer to accept a batch is dropped"
     )
+    max_live_clients: int = Field(
+        8, ge=1, le=1024,
+        description="env-sim live frame streams through the console at once; more get 429",
+    )  # fmt: skip
     history_size: int = Field(
         2000, ge=0, le=100_000, description="recent events replayed to a browser that joins late"
     )

@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 
 from console.config import Settings
 from console.fleet import Fleet
+from console.live import LiveViewers
 from console.relay import PositionHub
 from console.worldmap import MapCache
 from koholint.web.problems import ProblemError
@@ -29,6 +30,10 @@ async def get_fleet(request: Request) -> Fleet:
 
 async def get_map(request: Request) -> MapCache:
     return request.app.state.map  # type: ignore[no-any-return]
+
+
+async def get_live(request: Request) -> LiveViewers:
+    return request.app.state.live  # type: ignore[no-any-return]
 
 
 async def get_redis(request: Request) -> Any:
@@ -64,4 +69,5 @@ HubDep = Annotated[PositionHub, Depends(get_hub)]
 FleetDep = Annotated[Fleet, Depends(get_fleet)]
 MapDep = Annotated[MapCache, Depends(get_map)]
 RedisDep = Annotated[Any, Depends(get_redis)]
+LiveDep = Annotated[LiveViewers, Depends(get_live)]
 ControlDep = Depends(require_control)

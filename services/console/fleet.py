@@ -68,13 +68,33 @@ class Fleet:
     async def get(self, service: str, path: str) -> httpx.Response:
         """GET a fixed path of a service; its errors become ServiceError (rendered by the app)."""
         response = await self.http.get(self.url(service) + path)
-        if response.is_error:
-            try:
-                problem = response.json()
-            except ValueError:
-                problem = {"detail": response.text[:500]}
-            raise UpstreamError(service, response.status_code, problem)
+        _raise_for(service, response)
         return response
+
+    async def send(
+        self, service: str, method: str, path: str, body: dict[str, Any] | None = None
+    ) -> Any:
+        """Send to a fixed path of a service; its JSON answer, or its error as UpstreamError."""
+        response = await self.http.request(method, self.url(service) + path, json=body)
+        _raise_for(service, response)
+        return response.json()
+
+    async def open_live(self, session_id: str, fps: int) -> httpx.Response:
+        """env-sim's live frames of a session, streaming (the caller closes it). No read
+        timeout: an idle session sends nothing until something steps it."""
+        url = f"{self.url('env-sim')}/v1/sessions/{quote(session_id)}/live?fps={fps}"
+        timeout = httpx.Timeout(None, connect=self.http.timeout.connect)
+        response = await self.http.send(
+            self.http.build_request("GET", url, timeout=timeout), stream=True
+        )
+        if response.is_error:
+            await response.aread()
+            await response.aclose()
+            _raise_for("env-sim", response)
+        return response
+
+    def play_path(self, session_id: str) -> str:
+        return f"/v1/sessions/{quote(session_id)}/play"
 
     async def session_frame(self, session_id: str) -> bytes:
         return (await self.get("env-sim", f"/v1/sessions/{quote(session_id)}/frame.png")).content
@@ -112,6 +132,15 @@ class Fleet:
                 result[field] = False
                 result["detail"] = f"unreachable: {type(error).__name__}"
         return result
+
+
+def _raise_for(service: str, response: httpx.Response) -> None:
+    if response.is_error:
+        try:
+            problem = response.json()
+        except ValueError:
+            problem = {"detail": response.text[:500]}
+        raise UpstreamError(service, response.status_code, problem)
 
 
 def _detail(response: httpx.Response) -> str:

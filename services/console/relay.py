@@ -90,6 +90,19 @@ class PositionHub:
         self.subscribers: set[Subscriber] = set()
         self.last_id = "$"
         self.connected = False
+        self._last_batch: list[str] = []
+        self._last_chunk = b""
+
+    def chunk(self, batch: list[str]) -> bytes:
+        """The SSE chunk of a batch, encoded once per tick: browsers that keep up are handed
+        the same events (the same objects) at the same tick, so they share one payload."""
+        last = self._last_batch
+        if len(batch) != len(last) or any(a is not b for a, b in zip(batch, last, strict=True)):
+            self._last_batch, self._last_chunk = (
+                batch,
+                sse("positions", "[" + ",".join(batch) + "]"),
+            )
+        return self._last_chunk
 
     def subscribe(self) -> Subscriber:
         if len(self.subscribers) >= self.max_clients:
@@ -198,7 +211,7 @@ class PositionStream:
             if subscriber.dropped is not None:
                 break
             batch = subscriber.take(self.budget)
-            chunk = sse("positions", "[" + ",".join(batch) + "]") if batch else b": keepalive\n\n"
+            chunk = self.hub.chunk(batch) if batch else b": keepalive\n\n"
             if not await self._send(send, chunk):
                 return
             subscriber.delivered += len(batch)

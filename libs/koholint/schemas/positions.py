@@ -23,6 +23,11 @@ NAME_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
 # while a browser watches; the env's publisher then keeps the frame key (PNG, short TTL) fresh.
 WATCH_TTL_SECONDS = 5
 FRAME_TTL_SECONDS = 10
+# The planner's takeovers of an env (hybrid control): the newest few, kept a while, so that a
+# browser watching the env sees the latest ones beside its frames.
+MAX_TAKEOVERS = 20
+TAKEOVERS_TTL_SECONDS = 600
+MAX_TAKEOVER_DECISIONS = 16
 
 
 def watch_key(run: str, env: str) -> str:
@@ -31,6 +36,11 @@ def watch_key(run: str, env: str) -> str:
 
 def frame_key(run: str, env: str) -> str:
     return f"koholint.frame.{run}.{env}"
+
+
+def takeovers_key(run: str, env: str) -> str:
+    """A Redis list of the env's PlannerTakeover records, newest first (capped, with a TTL)."""
+    return f"koholint.takeovers.{run}.{env}"
 
 
 class PositionEvent(BaseModel):
@@ -61,6 +71,37 @@ class PositionEvent(BaseModel):
         return (self.indoor, self.map, self.room)
 
 
+class PlannerDecision(BaseModel):
+    """One decision of the planner during a takeover, and what its macro did."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: str = Field(max_length=32, description="dialog or puzzle")
+    backend: str = Field(max_length=64, description="who decided (rules, llm, ...)")
+    macro: str | None = Field(max_length=32, description="the macro's kind; null: no decision")
+    reason: str = Field(max_length=500, description="the backend's reason")
+    ok: bool | None = Field(description="whether the macro did what it meant; null: not run")
+    result: str | None = Field(max_length=300, description="the macro's own account")
+    frames: int = Field(ge=0, description="frames the macro ran")
+
+
+class PlannerTakeover(BaseModel):
+    """One time the switch fired on an env: the planner's decisions until control came back."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: Literal[1] = POSITIONS_SCHEMA_VERSION
+    run: str = Field(pattern=NAME_PATTERN)
+    env: str = Field(pattern=NAME_PATTERN)
+    episode_step: int = Field(ge=0, description="the env's episode step when control came back")
+    started_in: str = Field(max_length=32, description="the mode the switch fired in")
+    stopped: str = Field(max_length=32, description="why the planner stopped (cleared, budget…)")
+    macros: int = Field(ge=0)
+    frames: int = Field(ge=0)
+    decisions: list[PlannerDecision] = Field(max_length=MAX_TAKEOVER_DECISIONS)
+    sent_at: float = Field(description="unix time of the step")
+
+
 def position_event(
     source: str,
     run: str,
@@ -84,7 +125,12 @@ def position_event(
 
 
 def schema_files() -> list[tuple[Path, str]]:
-    """(checked-in path, current text) of the PositionEvent JSON Schema."""
+    """(checked-in path, current text) of the PositionEvent and PlannerTakeover JSON Schemas."""
     folder = Path(str(resources.files("koholint") / "schemas"))
-    text = json.dumps(PositionEvent.model_json_schema(), indent=2, sort_keys=True) + "\n"
-    return [(folder / "position_event.schema.json", text)]
+    return [
+        (folder / name, json.dumps(model.model_json_schema(), indent=2, sort_keys=True) + "\n")
+        for name, model in (
+            ("position_event.schema.json", PositionEvent),
+            ("planner_takeover.schema.json", PlannerTakeover),
+        )
+    ]

@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Response
+from fastapi import APIRouter, Body, Path, Query, Response
+from pydantic import ValidationError
 
-from console.deps import FleetDep, RedisDep
+from console.deps import ControlDep, FleetDep, LiveDep, RedisDep
 from console.fleet import ID_PATTERN
-from koholint.schemas.positions import WATCH_TTL_SECONDS, frame_key, watch_key
+from console.live import LiveProxy
+from koholint.schemas.positions import (
+    MAX_TAKEOVERS,
+    WATCH_TTL_SECONDS,
+    PlannerTakeover,
+    frame_key,
+    takeovers_key,
+    watch_key,
+)
 from koholint.web.problems import NotFoundError, UnavailableError, problem_responses
+
+logger = logging.getLogger("console.watch")
+MULTIPART = "multipart/x-mixed-replace; boundary=frame"
+# A play request's fields (env-sim's PlayRequest validates them): a handful at most.
+MAX_PLAY_FIELDS = 8
 
 router = APIRouter(prefix="/v1/watch", tags=["watch"])
 Id = Annotated[str, Path(pattern=ID_PATTERN)]
@@ -56,3 +71,86 @@ async def get_trainer_frame(run: Id, env: Id, redis: RedisDep) -> Response:
             retry_after_seconds=1,
         )
     return Response(png, media_type="image/png", headers=NO_STORE)
+
+
+class _LiveResponse(Response):
+    """Hands the connection to the proxy (dropped when slow, closed with the viewer)."""
+
+    def __init__(self, proxy: LiveProxy) -> None:
+        super().__init__(media_type=MULTIPART)
+        self.proxy = proxy
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.proxy(scope, receive, send)
+
+
+@router.get(
+    "/env-sim/{session_id}/live",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "env-sim's live frames: PNG parts with Content-Length and "
+            "X-Game-Frame, as the session advances",
+            "content": {MULTIPART: {"schema": {"type": "string", "format": "binary"}}},
+        },
+        **problem_responses(404, 429, 503),
+    },
+)
+async def stream_session_live(
+    session_id: Id,
+    fleet: FleetDep,
+    viewers: LiveDep,
+    fps: Annotated[int, Query(ge=1, le=60, description="frames per second at most")] = 60,
+) -> Response:
+    """The session's frames as it advances (up to the game's 60 a second), from env-sim."""
+    viewers.admit()
+    try:
+        upstream = await fleet.open_live(session_id, fps)
+    except BaseException:
+        viewers.release()
+        raise
+    return _LiveResponse(LiveProxy(upstream, viewers))
+
+
+@router.post(
+    "/env-sim/{session_id}/play", status_code=202, dependencies=[ControlDep],
+    responses=problem_responses(401, 404, 409, 429, 503),
+)  # fmt: skip
+async def play_session(
+    session_id: Id,
+    fleet: FleetDep,
+    body: Annotated[dict[str, Any], Body(max_length=MAX_PLAY_FIELDS)],
+) -> dict[str, Any]:
+    """Make the session play at the game's real speed (env-sim's PlayRequest: policy, seed,
+    speed, reset, max_seconds); needs the token beyond localhost."""
+    return await fleet.send("env-sim", "POST", fleet.play_path(session_id), body)  # type: ignore[no-any-return]
+
+
+@router.get("/env-sim/{session_id}/play", responses=problem_responses(404, 503))
+async def get_play(session_id: Id, fleet: FleetDep) -> dict[str, Any]:
+    """The session's player: playing or stopped, its steps and the game's pace."""
+    return await fleet.send("env-sim", "GET", fleet.play_path(session_id))  # type: ignore[no-any-return]
+
+
+@router.delete(
+    "/env-sim/{session_id}/play", dependencies=[ControlDep],
+    responses=problem_responses(401, 404, 503),
+)  # fmt: skip
+async def stop_play(session_id: Id, fleet: FleetDep) -> dict[str, Any]:
+    """Stop the session's player; needs the token beyond localhost."""
+    return await fleet.send("env-sim", "DELETE", fleet.play_path(session_id))  # type: ignore[no-any-return]
+
+
+@router.get("/trainer/{run}/{env}/takeovers", responses=problem_responses(503))
+async def list_takeovers(run: Id, env: Id, redis: RedisDep) -> dict[str, Any]:
+    """The planner's latest takeovers of a trainer env (hybrid control), newest first: each
+    with the decisions it made until control came back to the policy."""
+    if redis is None:
+        raise UnavailableError("no Redis: set KOHOLINT_CONSOLE_REDIS_URL to watch trainer envs")
+    takeovers = []
+    for raw in await redis.lrange(takeovers_key(run, env), 0, MAX_TAKEOVERS - 1):
+        try:
+            takeovers.append(PlannerTakeover.model_validate_json(raw).model_dump())
+        except ValidationError:
+            logger.warning("an invalid takeover record of %s/%s was skipped", run, env)
+    return {"run": run, "env": env, "takeovers": takeovers}

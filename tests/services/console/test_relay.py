@@ -67,6 +67,21 @@ def test_newest_event_per_env_wins_and_backlog_drops():
     assert subscriber.take(100) == []
 
 
+def test_browsers_that_keep_up_share_one_encoded_batch():
+    hub = _hub()
+    first, second = hub.subscribe(), hub.subscribe()
+    for env in range(3):
+        hub.dispatch(_event(str(env)))
+    chunk = hub.chunk(first.take(10))
+    assert hub.chunk(second.take(10)) is chunk  # encoded once for both
+    assert chunk.startswith(b"event: positions\ndata: [")
+    assert [event["env"] for event in json.loads(chunk.split(b"data: ")[1])] == ["0", "1", "2"]
+    hub.dispatch(_event("0", x=99))
+    later = hub.chunk(first.take(10))
+    assert later is not chunk
+    assert json.loads(later.split(b"data: ")[1])[0]["x"] == 99
+
+
 class _Wire:
     """An ASGI `send` that records bodies; after `block_after` bodies it never returns (a stuck
     browser whose TCP window is full)."""

@@ -15,11 +15,12 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.zelda import ZeldaEnv
-from koholint.planning.autopilot import Budget, run_autopilot
+from koholint.planning.autopilot import AutopilotReport, Budget, run_autopilot
 from koholint.planning.backends import Backend
 from koholint.planning.memory import SessionMemory
 from koholint.planning.switch import PolicySwitch, classify
 from koholint.planning.view import dialog_open, puzzle_unsolved, room_tiles
+from koholint.schemas.positions import MAX_TAKEOVER_DECISIONS
 
 
 class PlannerControlWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
@@ -63,7 +64,7 @@ class PlannerControlWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         observation, extra, terminated, truncated, info = zelda.absorb()
         info["planner"] = {
             "stopped": report.stopped, "macros": report.macros, "frames": report.frames,
-            "started_in": report.started_in,
+            "started_in": report.started_in, "decisions": decision_records(report),
         }  # fmt: skip
         return observation, float(reward) + float(extra), terminated, truncated, info
 
@@ -73,3 +74,19 @@ class PlannerControlWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         dialog = dialog_open(raw.dialog)
         puzzle = not dialog and puzzle_unsolved(room_tiles(zelda.gameboy.memory), raw.room_status)
         return self.switch.observe(classify(dialog, puzzle))
+
+
+def decision_records(report: AutopilotReport) -> list[dict[str, Any]]:
+    """The takeover's last decisions as plain data (PlannerDecision), for whoever watches."""
+    return [
+        {
+            "mode": step.decision.mode,
+            "backend": step.decision.backend[:64],
+            "macro": step.decision.macro.kind if step.decision.macro else None,
+            "reason": step.decision.reason[:500],
+            "ok": step.result.ok if step.result else None,
+            "result": step.result.reason[:300] if step.result else None,
+            "frames": step.result.frames if step.result else 0,
+        }  # fmt: skip
+        for step in report.steps[-MAX_TAKEOVER_DECISIONS:]
+    ]

@@ -12,6 +12,7 @@ the env's frame key with a short TTL.
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import threading
@@ -26,9 +27,13 @@ from koholint.env.zelda import progress_level
 from koholint.game.png import encode_png
 from koholint.schemas.positions import (
     FRAME_TTL_SECONDS,
+    MAX_TAKEOVERS,
+    POSITIONS_SCHEMA_VERSION,
     SOURCES,
+    TAKEOVERS_TTL_SECONDS,
     frame_key,
     position_event,
+    takeovers_key,
     watch_key,
 )
 
@@ -43,6 +48,8 @@ class FrameChannel(Protocol):
 
     def put_frame(self, run: str, env: str, png: bytes) -> None: ...
 
+    def put_takeover(self, run: str, env: str, record: dict[str, Any]) -> None: ...
+
 
 class RedisFrameChannel:
     def __init__(self, client: Any) -> None:
@@ -56,6 +63,14 @@ class RedisFrameChannel:
 
     def put_frame(self, run: str, env: str, png: bytes) -> None:
         self.redis.set(frame_key(run, env), png, ex=FRAME_TTL_SECONDS)
+
+    def put_takeover(self, run: str, env: str, record: dict[str, Any]) -> None:
+        key = takeovers_key(run, env)
+        pipeline = self.redis.pipeline(transaction=False)
+        pipeline.lpush(key, json.dumps(record, separators=(",", ":")))
+        pipeline.ltrim(key, 0, MAX_TAKEOVERS - 1)
+        pipeline.expire(key, TAKEOVERS_TTL_SECONDS)
+        pipeline.execute()
 
 
 class PositionPublisher:
@@ -92,6 +107,10 @@ class PositionPublisher:
     def offer_frame(self, run: str, env: str, rgb: np.ndarray) -> bool:
         return self._put(("frame", (run, env, rgb)))
 
+    def offer_takeover(self, record: dict[str, Any]) -> bool:
+        """A PlannerTakeover (rare: the switch fired), kept next to the env's frames."""
+        return self._put(("takeover", record))
+
     def is_watched(self, run: str, env: str) -> bool:
         return (run, env) in self._watched
 
@@ -125,9 +144,13 @@ class PositionPublisher:
         if kind == "event":
             self.bus.publish(self.stream, item)
             self.published += 1
-        elif self.frames is not None:
+        elif self.frames is None:
+            return
+        elif kind == "frame":
             run, env, rgb = item
             self.frames.put_frame(run, env, encode_png(rgb))
+        else:
+            self.frames.put_takeover(item["run"], item["env"], item)
 
     def _guard(self, work: Any, *args: Any) -> None:
         """Redis down or slow must not end the thread: count, log the first failure, go on."""
@@ -177,6 +200,10 @@ class PositionPublisherWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self._episode_step += 1
         if self._episode_step % self.every == 0:
             self._offer(info)
+        if "planner" in info:  # the switch fired (hybrid control): its decisions, for a watcher
+            self.publisher.offer_takeover(
+                takeover_record(info["planner"], self.run, self.env_id, self._episode_step)
+            )
         return observation, reward, terminated, truncated, info
 
     def _offer(self, info: dict[str, Any]) -> None:
@@ -207,6 +234,18 @@ def offer_position(
     )  # fmt: skip
     if publisher.is_watched(run, env_id):
         publisher.offer_frame(run, env_id, game.gameboy.render_now())
+
+
+def takeover_record(
+    planner: dict[str, Any], run: str, env_id: str, episode_step: int
+) -> dict[str, Any]:
+    """A PlannerTakeover as plain data, from the planner wrapper's ``info["planner"]``."""
+    return {
+        "schema_version": POSITIONS_SCHEMA_VERSION, "run": run, "env": env_id,
+        "episode_step": episode_step, "started_in": planner["started_in"],
+        "stopped": planner["stopped"], "macros": planner["macros"], "frames": planner["frames"],
+        "decisions": planner.get("decisions", []), "sent_at": time.time(),
+    }  # fmt: skip
 
 
 _publishers: dict[str, PositionPublisher] = {}
