@@ -10,6 +10,14 @@ from koholint.schemas.trainer import CheckpointRecord
 from koholint.store import ObjectNotFoundError, ObjectStore, put_json
 
 LEDGER_SCHEMA_VERSION = 1
+RUN_STATE_FILE = "koholint_run.json"
+"""Saved in every checkpoint: iterations, the learning curve so far (for a resume) and the
+run's settings (for its policy file)."""
+
+
+def checkpoint_owner(name: str) -> str:
+    """The run a checkpoint belongs to (names are ``<run>-step<12 digits>``)."""
+    return name.rsplit("-step", 1)[0]
 
 
 class UnknownCheckpointError(KeyError):

@@ -29,6 +29,12 @@ import numpy as np
 from koholint.baselines.trained import PolicyFileError, write_policy
 from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN
 from koholint.store import StoreError, open_store
+from trainer.ledger import (
+    RUN_STATE_FILE,
+    CheckpointLedger,
+    UnknownCheckpointError,
+    checkpoint_owner,
+)
 
 MODULE_STATE = Path("learner_group/learner/rl_module/default_policy/module_state.pkl")
 ALGORITHM_ARGUMENTS = "class_and_ctor_args.pkl"
@@ -130,17 +136,12 @@ def trained_config(checkpoint: Path) -> dict[str, Any]:
 
 
 def _run_state(checkpoint: Path) -> dict[str, Any]:
-    from trainer.ppo.run import RUN_STATE_FILE  # not at import: the CLI starts without Ray
-
     saved = checkpoint / RUN_STATE_FILE
     return dict(json.loads(saved.read_text())) if saved.is_file() else {}
 
 
 def checkpoint_folder(name: str, store_url: str, scratch: Path) -> Path:
     """A checkpoint folder from a path, a checkpoint name in the store, or a run (its latest)."""
-    from trainer.ledger import CheckpointLedger, UnknownCheckpointError
-    from trainer.ppo.run import checkpoint_owner
-
     if Path(name).exists():
         return Path(name)
     if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", name):

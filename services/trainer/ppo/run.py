@@ -22,25 +22,23 @@ from koholint.env.zelda import MILESTONES
 from koholint.reward.model import RewardModelError
 from koholint.schemas.trainer import CheckpointRecord, RunStatus
 from koholint.store import ObjectStore, StoreError, open_store
-from trainer.ledger import CheckpointLedger, UnknownCheckpointError
+from trainer.ledger import (
+    RUN_STATE_FILE,
+    CheckpointLedger,
+    UnknownCheckpointError,
+    checkpoint_owner,
+)
 from trainer.ppo.config import Deployment, TrainConfig, TrainConfigError
 from trainer.ppo.curriculum import run_phase_one, start_curriculum
 from trainer.ppo.ray_node import check_cluster, host_and_port, ray_for_run
 from trainer.ppo.shaping import ShapingDriver, check_reward_model
 
 logger = logging.getLogger("trainer.ppo.run")
-RUN_STATE_FILE = "koholint_run.json"
-"""Saved in every checkpoint: iterations and the learning curve so far, for a resume."""
 
 
 def unique_run_name() -> str:
     """From the time, plus random hex: two runs started in the same second differ."""
     return time.strftime("run-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
-
-
-def checkpoint_owner(name: str) -> str:
-    """The run a checkpoint belongs to (names are ``<run>-step<12 digits>``)."""
-    return name.rsplit("-step", 1)[0]
 
 
 class TrainingRun:

@@ -15,8 +15,9 @@ import pytest
 from koholint.baselines.trained import PlaySettings, load_policy, play_policy
 from koholint.cli import main
 from koholint.env.encoding import OBSERVATION_SIZE
+from trainer.ledger import RUN_STATE_FILE
 from trainer.ppo.config import Deployment, resolve
-from trainer.ppo.run import RUN_STATE_FILE, TrainingRun
+from trainer.ppo.run import TrainingRun
 
 TINY = {
     "run": "tiny-play", "total_env_steps": 256, "num_env_runners": 0, "envs_per_env_runner": 1,
