@@ -35,17 +35,26 @@ class SampleCategoricalActions(ConnectorV2):
 
     def __call__(self, *, batch: dict[str, Any], explore: bool | None = None, **kwargs: Any) -> Any:
         logits = batch[Columns.ACTION_DIST_INPUTS]
-        log_probabilities = torch.log_softmax(logits, dim=-1)
+        log_probabilities = torch.log_softmax(logits, dim=-1).numpy()
         if explore:
-            actions = torch.multinomial(log_probabilities.exp(), 1).squeeze(-1)
+            actions = _sample(log_probabilities, torch.rand(len(logits), 1).numpy())
         else:
-            actions = torch.argmax(logits, dim=-1)
-        batch[Columns.ACTIONS] = actions.numpy()
-        batch[Columns.ACTION_LOGP] = (
-            log_probabilities.gather(-1, actions[:, None]).squeeze(-1).numpy()
-        )
+            actions = log_probabilities.argmax(axis=-1)
+        batch[Columns.ACTIONS] = actions
+        batch[Columns.ACTION_LOGP] = log_probabilities[np.arange(len(actions)), actions]
         batch[Columns.ACTION_DIST_INPUTS] = logits.numpy()
         return batch
+
+
+def _sample(log_probabilities: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
+    """One action per row by inverting the cumulative distribution at a uniform draw (one
+    column per row, from torch's seeded generator): for a few rows of a few actions it costs
+    half of ``torch.multinomial`` (measured in BENCHMARKS.md's issue-15 section)."""
+    cumulative = np.exp(log_probabilities).cumsum(axis=-1)
+    # the first action whose cumulative probability exceeds the draw (scaled by the total,
+    # which float32 rounding leaves a hair off 1); `<=` skips zero-probability actions
+    actions = (cumulative <= uniforms * cumulative[:, -1:]).sum(axis=-1)
+    return np.minimum(actions, log_probabilities.shape[-1] - 1)  # the product may round up
 
 
 class LeanPPOModule(DefaultPPOTorchRLModule):

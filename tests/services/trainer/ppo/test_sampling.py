@@ -15,7 +15,12 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from koholint.env.zelda import ZeldaEnv
 from trainer.ppo.config import Deployment, resolve
 from trainer.ppo.run import ppo_config
-from trainer.ppo.sampling import LatestObservationsToTensor, LeanPPOModule, SampleCategoricalActions
+from trainer.ppo.sampling import (
+    LatestObservationsToTensor,
+    LeanPPOModule,
+    SampleCategoricalActions,
+    _sample,
+)
 
 PLAIN = {"curiosity_weight": 0.0, "archive_restart_every": 0, "export_every_episodes": 0}
 LOGITS = torch.tensor([[0.0, 2.0, -1.0], [3.0, 0.0, 0.0]])
@@ -56,6 +61,13 @@ def test_exploring_samples_follow_the_distribution():
     chosen = torch.from_numpy(batch[Columns.ACTIONS])
     expected = torch.distributions.Categorical(logits=logits).log_prob(chosen)
     np.testing.assert_allclose(batch[Columns.ACTION_LOGP], expected.numpy(), atol=1e-6)
+
+
+def test_inverse_cdf_sampling_never_picks_an_impossible_action():
+    log_probabilities = torch.log_softmax(torch.tensor([[-1e9, 0.0, -1e9, 0.0, -1e9]]), -1)
+    rows = log_probabilities.repeat(4, 1).numpy()
+    draws = np.array([[0.0], [0.4999], [0.5], [np.nextafter(np.float32(1), np.float32(0))]])
+    assert _sample(rows, draws.astype(np.float32)).tolist() == [1, 1, 3, 3]
 
 
 def test_lean_module_computes_what_the_default_module_does():
