@@ -320,7 +320,9 @@ def _add_play(commands: argparse._SubParsersAction) -> None:
                       help="trained policy: write each episode as a GIF, and play.json, into DIR")  # fmt: skip
     play.add_argument("--greedy", action="store_true", default=None,
                       help="trained policy: take the most likely action (default: sample, as in training)")  # fmt: skip
-    play.add_argument("--out", default="runs/play", help="folder for the JSONL trajectories")
+    play.add_argument(
+        "--out", default="runs/play", help="folder for the baselines' JSONL trajectories"
+    )
     play.add_argument(
         "--rom", help=f"a Game Boy ROM instead of the cartridge (or set {ROM_ENV_VARIABLE})"
     )
