@@ -8,8 +8,9 @@ versions it does not know. When a bus is given,
 each written segment is announced on ``koholint.segments`` with its keys.
 
 Export never stalls sampling: ``SegmentRecorder`` hands finished segments to an
-``ExportQueue`` (bounded) whose thread writes them; when the queue is full the segment is
-dropped, counted in ``dropped`` and logged.
+``ExportQueue`` (bounded) whose thread PNG-encodes their frames and writes them; when the
+queue is full the segment is dropped, counted in ``dropped`` and logged. A segment of 256
+raw frames holds ~24 MB until written (RGBA screens), so a full queue of 16 holds ~380 MB.
 """
 
 from __future__ import annotations
@@ -22,7 +23,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from koholint.bus import STREAM_SEGMENTS, Bus
+from koholint.game.png import encode_png
 from koholint.reward.features import encoder_version
 from koholint.store import ObjectStore, put_json
 
@@ -39,7 +43,10 @@ class Segment:
     episode: str
     index: int
     steps: list[dict[str, Any]] = field(default_factory=list)
-    frames: list[bytes] = field(default_factory=list)
+    frames: list[bytes | np.ndarray] = field(default_factory=list)
+    """PNG bytes, or screens as (144, 160, 3 or 4) uint8 arrays (RGB or RGBA: the alpha is
+    dropped) that ``write_segment`` encodes: the recorder leaves encoding to the queue's
+    thread, off the sampling path"""
 
     @property
     def prefix(self) -> str:
@@ -49,7 +56,8 @@ class Segment:
 def write_segment(store: ObjectStore, segment: Segment) -> dict[str, Any]:
     """Write the segment's files and its manifest; returns the manifest."""
     files: dict[str, bytes] = {}
-    for offset, png in enumerate(segment.frames):
+    for offset, frame in enumerate(segment.frames):
+        png = frame if isinstance(frame, bytes) else encode_png(frame[:, :, :3])
         files[f"frames/{segment.steps[offset]['t']:06d}.png"] = png
     files["ram.jsonl"] = "".join(
         json.dumps(step, separators=(",", ":")) + "\n" for step in segment.steps

@@ -12,7 +12,6 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.export import ExportQueue, Segment
-from koholint.game.png import encode_png
 
 
 class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
@@ -66,8 +65,8 @@ class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
                               "reward": reward, "reward_components": info.get("reward_components", {}),
                               "observation": np.asarray(observation, np.float32).tolist(),
                               "state": state})  # fmt: skip
-        if self.frames:
-            segment.frames.append(encode_png(game.gameboy.screen_rgb()))  # type: ignore[attr-defined]
+        if self.frames:  # the RGBA screen, copied in one block; the queue's thread encodes it
+            segment.frames.append(game.gameboy._pyboy.screen.ndarray.copy())  # type: ignore[attr-defined]
         if len(segment.steps) >= self.segment_steps:
             self.exporter.offer(segment)
             self._segment = Segment(segment.run, segment.episode, segment.index + 1)

@@ -17,6 +17,7 @@ from koholint.env.export import (
 )
 from koholint.env.wrappers import SegmentRecorder
 from koholint.env.zelda import ZeldaEnv
+from koholint.game.png import encode_png
 from koholint.game.state import GameState
 from koholint.store import LocalStore
 
@@ -126,3 +127,33 @@ def test_reader_refuses_a_ram_file_that_does_not_match_the_manifest(tmp_path: Pa
     store.put("episodes/r/e/00000/manifest.json", json.dumps(manifest).encode())
     with pytest.raises(SegmentFormatError, match="sha256"):
         read_segment(store, "episodes/r/e/00000")
+
+
+def test_frames_are_the_screens_of_each_step_encoded_off_the_sampling_path(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    exporter = ExportQueue(store)
+    env = SegmentRecorder(
+        ZeldaEnv(max_episode_steps=6, sticky_action_probability=0.0), exporter, run="px",
+        every=1, segment_steps=100,
+    )  # fmt: skip
+    reference = ZeldaEnv(
+        max_episode_steps=6, sticky_action_probability=0.0, render_mode="rgb_array"
+    )
+    env.reset(seed=0)
+    reference.reset(seed=0)
+    expected = []
+    for action in [4, 4, 1, 1, 5, 0]:
+        env.step(action)
+        reference.step(action)
+        expected.append(encode_png(reference.render()))
+        if env._segment is not None:  # until the episode ends and the segment is offered
+            # what the recorder holds until the queue's thread encodes it: the raw screen
+            assert isinstance(env._segment.frames[-1], np.ndarray)
+    env.close()
+    reference.close()
+    exporter.close()
+    (manifest_key,) = [k for k in store.list("episodes/px/") if k.endswith("manifest.json")]
+    prefix = manifest_key.rsplit("/", 1)[0]
+    stored = [store.get(f"{prefix}/frames/{t:06d}.png") for t in range(1, 7)]
+    assert stored == expected  # the same PNG bytes as encoding the step's RGB screen
+    assert len(set(stored)) > 1  # the screen moved: a stale frame would not pass
