@@ -18,8 +18,8 @@ to the win and to each milestone, cells, wall time, and whether the winning traj
 replays to the credits; `<out>/explore-seed<N>.actions` keeps each win.
 
 `evaluate` is phase 2's measure: a trained policy (`--policy`: a checkpoint folder or a
-policy folder, ``koholint.baselines.trained``) plays `--episodes` episodes (seeds 0..N-1)
-from `start_of_play` and from power-on with sticky actions `--sticky` (0.25), and from each
+policy folder, ``koholint.baselines.trained``) plays `--episodes` episodes (seeds 0..N-1,
+in `--workers` processes; the seeds fix the results) from `start_of_play` and from power-on with sticky actions `--sticky` (0.25), and from each
 `--demo <trajectory.actions>@<step>`, in the env settings it trained with; writes
 `<out>/evaluate.json` (win rate, Wilson 95% interval, mean steps and progress level per
 start) and prints the BENCHMARKS.md rows.
@@ -158,7 +158,9 @@ def explore_seeds(steps: int, seeds: list[int], workers: int, out: Path) -> dict
             "median_steps_to_win": float(np.median(wins)) if wins else None}  # fmt: skip
 
 
-def evaluate(policy_path: Path, episodes: int, sticky: float, demos: list[str]) -> dict[str, Any]:
+def evaluate(
+    policy_path: Path, episodes: int, sticky: float, demos: list[str], workers: int
+) -> dict[str, Any]:
     """Win rate of a trained policy from start_of_play, power-on and the given demo steps."""
     from koholint.baselines.trained import PlaySettings, load_policy, play_policy
 
@@ -166,7 +168,8 @@ def evaluate(policy_path: Path, episodes: int, sticky: float, demos: list[str]) 
     rows = []
     for start in ["start_of_play", "power-on", *(f"demo:{demo}" for demo in demos)]:
         started = time.perf_counter()
-        report = play_policy(policy, PlaySettings(start=start, episodes=episodes, sticky=sticky))
+        settings = PlaySettings(start=start, episodes=episodes, sticky=sticky, workers=workers)
+        report = play_policy(policy, settings)
         low, high = report.interval()
         played = report.episodes
         row = {
@@ -176,6 +179,7 @@ def evaluate(policy_path: Path, episodes: int, sticky: float, demos: list[str]) 
             "mean_steps": float(np.mean([e.steps for e in played])),
             "mean_level": float(np.mean([e.level for e in played])),
             "reached": {m: _mean([e.milestones for e in played], m) for m in MILESTONES},
+            "workers": workers,
             "wall_s": round(time.perf_counter() - started, 1),
         }  # fmt: skip
         print(json.dumps(row), flush=True)
@@ -238,7 +242,7 @@ def main() -> None:
     if args.config == "evaluate":
         if args.policy is None:
             parser.error("--config evaluate needs --policy PATH (a checkpoint or policy folder)")
-        result = evaluate(args.policy, args.episodes, args.sticky, args.demo)
+        result = evaluate(args.policy, args.episodes, args.sticky, args.demo, args.workers)
         (args.out / "evaluate.json").write_text(json.dumps(result, indent=1))
         print(evaluation_table(result))
     elif args.config == "explore":

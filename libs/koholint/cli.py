@@ -96,7 +96,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     return 0
 
 
-_TRAINED_ONLY = ("sticky", "planner", "export", "greedy")
+_TRAINED_ONLY = ("sticky", "planner", "export", "greedy", "workers")
 
 
 def _play_trained(
@@ -113,7 +113,7 @@ def _play_trained(
     report = play(
         Path(policies[0].removeprefix(CHECKPOINT_PREFIX)), start=args.start,
         episodes=args.episodes, seed=args.seed, sticky=args.sticky, planner=args.planner,
-        max_steps=args.max_steps, greedy=bool(args.greedy),
+        max_steps=args.max_steps, greedy=bool(args.greedy), workers=1 if args.workers is None else args.workers,
         export=Path(args.export) if args.export else None,
     )  # fmt: skip
     return 0 if report.episodes else 1
@@ -293,6 +293,14 @@ def _sticky_argument(value: str) -> float:
     return probability
 
 
+def _workers_argument(value: str) -> int:
+    from koholint.baselines.trained import MAX_WORKERS
+
+    if not value.isdigit() or not 1 <= int(value) <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{value!r}: use 1..{MAX_WORKERS} processes")
+    return int(value)
+
+
 def _add_play(commands: argparse._SubParsersAction) -> None:
     play = commands.add_parser(
         "play",
@@ -320,6 +328,9 @@ def _add_play(commands: argparse._SubParsersAction) -> None:
                       help="trained policy: write each episode as a GIF, and play.json, into DIR")  # fmt: skip
     play.add_argument("--greedy", action="store_true", default=None,
                       help="trained policy: take the most likely action (default: sample, as in training)")  # fmt: skip
+    play.add_argument("--workers", type=_workers_argument, default=None, metavar="N",
+                      help="trained policy: processes playing episodes side by side (default 1; "
+                      "each episode's seed fixes it, so the results are the same)")  # fmt: skip
     play.add_argument(
         "--out", default="runs/play", help="folder for the baselines' JSONL trajectories"
     )

@@ -101,13 +101,15 @@ def play_checkpoint(
     max_steps: int | None = None,
     greedy: bool = False,
     export: Path | None = None,
+    workers: int = 1,
     out: Any = print,
 ) -> PlayReport:
     """A trained policy (``koholint.baselines.trained``) in the env settings it trained with
     (or the overrides): one line per episode, then the win rate with its 95% interval."""
     policy = load_policy(path)
     settings = PlaySettings(start=start, episodes=episodes, seed=seed, sticky=sticky,
-                            planner=planner, max_steps=max_steps, greedy=greedy, export=export)  # fmt: skip
+                            planner=planner, max_steps=max_steps, greedy=greedy, export=export,
+                            workers=workers)  # fmt: skip
     source = policy.source
     out(f"policy {policy.path} (run {source.get('run') or '?'}, {source.get('checkpoint') or '?'}, "
         f"{source.get('env_steps') or '?'} env steps)")  # fmt: skip

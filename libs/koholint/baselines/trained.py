@@ -22,7 +22,7 @@ import io
 import json
 import math
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ PLAY_PLANNERS = ("rules", "off")
 MAX_LAYERS = 16
 MAX_WIDTH = 4096
 MAX_TRAJECTORY_ACTIONS = 1_000_000
+MAX_WORKERS = 64
 GIF_EVERY = 3
 """An exported episode keeps every third screen (the phase-1 GIF's rate)."""
 Z_95 = 1.959963984540054
@@ -306,6 +307,8 @@ class PlaySettings:
     max_steps: int | None = None
     greedy: bool = False
     export: Path | None = None
+    workers: int = 1
+    """processes playing episodes side by side (each episode's seed fixes it: same results)"""
 
 
 @dataclass(frozen=True)
@@ -406,6 +409,8 @@ def play_policy(
     """Play `settings.episodes` episodes (seeds seed, seed+1, ...) and count the wins."""
     if settings.episodes < 1:
         raise PolicyFileError(f"episodes={settings.episodes}: play at least one")
+    if not 1 <= settings.workers <= MAX_WORKERS:
+        raise PolicyFileError(f"workers={settings.workers}: use 1..{MAX_WORKERS} processes")
     start = parse_start(settings.start)
     env = play_env(policy, settings, start)
     zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
@@ -416,9 +421,14 @@ def play_policy(
     )  # fmt: skip
     if settings.export is not None:
         settings.export.mkdir(parents=True, exist_ok=True)
+    seeds = range(settings.seed, settings.seed + settings.episodes)
+    if settings.workers > 1:
+        env.close()  # each worker process builds its own
+        played = _play_in_processes(policy, settings, start, seeds)
+    else:
+        played = (_play_episode(env, policy, seed, settings, start.label) for seed in seeds)
     try:
-        for seed in range(settings.seed, settings.seed + settings.episodes):
-            episode = _play_episode(env, policy, seed, settings, start.label)
+        for episode in played:
             report.episodes.append(episode)
             if on_episode:
                 on_episode(episode)
@@ -427,6 +437,38 @@ def play_policy(
     if settings.export is not None:
         (settings.export / "play.json").write_text(json.dumps(report.summary(), indent=1) + "\n")
     return report
+
+
+def _play_in_processes(
+    policy: TrainedPolicy, settings: PlaySettings, start: StartSpec, seeds: range
+) -> Iterator[PlayedEpisode]:
+    """Episodes in `settings.workers` processes (one env each), yielded in seed order."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # no emulator state forked from here
+    with ProcessPoolExecutor(settings.workers, mp_context=context, initializer=_start_worker,
+                             initargs=(policy, settings, start)) as pool:  # fmt: skip
+        yield from pool.map(_play_in_worker, seeds)
+
+
+_worker: dict[str, Any] = {}
+"""The worker process's env, policy, settings and start label (set by ``_start_worker``)."""
+
+
+def _start_worker(policy: TrainedPolicy, settings: PlaySettings, start: StartSpec) -> None:
+    from multiprocessing import util
+
+    env = play_env(policy, settings, start)
+    # Closed on the worker's way out: an emulator left to interpreter teardown prints errors.
+    util.Finalize(None, env.close, exitpriority=100)
+    _worker.update(env=env, policy=policy, settings=settings, label=start.label)
+
+
+def _play_in_worker(seed: int) -> PlayedEpisode:
+    return _play_episode(
+        _worker["env"], _worker["policy"], seed, _worker["settings"], _worker["label"]
+    )
 
 
 def _play_episode(

@@ -11,6 +11,7 @@ tests/services/trainer/test_play.py.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -203,6 +204,9 @@ def test_bad_flags_are_refused(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["play", "--policy", f"checkpoint:{up}", "--sticky", "1.5"])
     assert "0 <= p < 1" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["play", "--policy", f"checkpoint:{up}", "--workers", "0"])
+    assert "use 1..64 processes" in capsys.readouterr().err
     code, _, err = play(capsys, "--policy", f"checkpoint:{up}", "--policy", "random")
     assert code == 2
     assert "on its own" in err
@@ -222,3 +226,12 @@ def test_actions_are_sampled_from_the_softmax_or_taken_greedily(tmp_path):
     np.testing.assert_allclose(counts[:3] / 20_000, [0.5, 0.3, 0.2], atol=0.015)
     assert counts[3:].sum() == 0
     assert policy.act(observation, rng, greedy=True) == 0
+
+
+def test_worker_processes_play_the_same_episodes_in_seed_order(tmp_path):
+    up = load_policy(constant_policy(tmp_path / "up", Action.UP))
+    settings = PlaySettings(start=NEAR_THE_END, episodes=6, sticky=0.5, max_steps=40)
+    alone = play_policy(up, settings).episodes
+    together = play_policy(up, replace(settings, workers=2)).episodes
+    assert [replace(e, seconds=0) for e in together] == [replace(e, seconds=0) for e in alone]
+    assert len({e.steps for e in alone}) > 1  # sticky actions made the seeds differ
