@@ -82,3 +82,16 @@ def test_robustify_pins_the_trajectory_in_self_imitation_unless_told_not_to():
     off = resolve({"phase": "robustify", "curriculum_trajectory": "a", "sil_demo": False}, {})
     assert demo_settings(off) == {}
     assert demo_settings(resolve({}, {})) == {}  # plain training has no demonstration
+
+
+def test_the_episode_budget_follows_the_time_factor(tmp_path: Path):
+    path = tmp_path / "win.actions"
+    path.write_bytes(bytes([Action.UP] * 16 + [Action.NOOP]))
+    config = resolve({"phase": "robustify", "curriculum_trajectory": str(path),
+                      "curriculum_time_factor": 3.0}, {})  # fmt: skip
+    settings = CurriculumSettings(str(path), time_factor=config.curriculum_time_factor)
+    assert build_curriculum(settings).start(seed=0).budget == 3 * (17 - 16) + 64
+    with pytest.raises(TrainConfigError, match="curriculum_time_factor"):
+        resolve(
+            {"phase": "robustify", "curriculum_trajectory": "a", "curriculum_time_factor": 0}, {}
+        )
