@@ -13,7 +13,6 @@ from koholint.baselines.trained import (
     PlayReport,
     PlaySettings,
     load_policy,
-    play_planner,
     play_policy,
 )
 from koholint.baselines.trajectory import TrajectoryWriter
@@ -113,19 +112,19 @@ def play_checkpoint(
     source = policy.source
     out(f"policy {policy.path} (run {source.get('run') or '?'}, {source.get('checkpoint') or '?'}, "
         f"{source.get('env_steps') or '?'} env steps)")  # fmt: skip
-    trained = policy.env
-    out(f"start {start}  sticky {trained['sticky_action_probability'] if sticky is None else sticky}  "
-        f"planner {play_planner(policy, settings)}  frame skip {trained['frame_skip']}  "
-        f"episodes of {max_steps or trained['max_episode_steps']} steps  "
-        f"actions {'greedy' if greedy else 'sampled'}")  # fmt: skip
-    out(_TRAINED_ROW.format("seed", "won", "steps", "level", "rooms", "cells", "return"))
+
+    def header(report: PlayReport) -> None:
+        out(f"start {report.start}  sticky {report.sticky}  planner {report.planner}  "
+            f"frame skip {report.frame_skip}  episodes of {report.max_steps} steps  "
+            f"actions {'greedy' if report.greedy else 'sampled'}")  # fmt: skip
+        out(_TRAINED_ROW.format("seed", "won", "steps", "level", "rooms", "cells", "return"))
 
     def row(episode: PlayedEpisode) -> None:
         out(_TRAINED_ROW.format(episode.seed, "yes" if episode.won else "no", episode.steps,
                                 episode.level, episode.rooms, episode.cells,
                                 f"{episode.episode_return:.2f}"))  # fmt: skip
 
-    report = play_policy(policy, settings, row)
+    report = play_policy(policy, settings, row, on_start=header)
     low, high = report.interval()
     out(f"win rate {report.win_rate:.2f} ({report.wins}/{len(report.episodes)} episodes won), "
         f"95% interval {low:.2f}-{high:.2f} (Wilson)")  # fmt: skip

@@ -405,8 +405,10 @@ def play_policy(
     policy: TrainedPolicy,
     settings: PlaySettings,
     on_episode: Callable[[PlayedEpisode], None] | None = None,
+    on_start: Callable[[PlayReport], None] | None = None,
 ) -> PlayReport:
-    """Play `settings.episodes` episodes (seeds seed, seed+1, ...) and count the wins."""
+    """Play `settings.episodes` episodes (seeds seed, seed+1, ...) and count the wins;
+    `on_start` sees the settings in force (an empty report) before the first episode."""
     if settings.episodes < 1:
         raise PolicyFileError(f"episodes={settings.episodes}: play at least one")
     if not 1 <= settings.workers <= MAX_WORKERS:
@@ -421,6 +423,8 @@ def play_policy(
     )  # fmt: skip
     if settings.export is not None:
         settings.export.mkdir(parents=True, exist_ok=True)
+    if on_start:
+        on_start(report)
     seeds = range(settings.seed, settings.seed + settings.episodes)
     if settings.workers > 1:
         env.close()  # each worker process builds its own

@@ -70,7 +70,10 @@ def test_a_policy_that_walks_up_wins_every_episode_from_the_end_of_a_win(tmp_pat
     rows = episode_rows(out)
     assert [row[:3] for row in rows] == [["7", "yes", "16"], ["8", "yes", "16"], ["9", "yes", "16"]]
     assert "win rate 1.00 (3/3 episodes won), 95% interval 0.44-1.00 (Wilson)" in out
-    assert "sticky 0.0  planner rules  frame skip 4  episodes of 40 steps" in out
+    assert (
+        "start demo-explore-seed1@1005  sticky 0.0  planner rules  frame skip 4  episodes of 40 steps"
+        in out
+    )
 
 
 def test_a_policy_that_stands_still_wins_none(tmp_path, capsys):
