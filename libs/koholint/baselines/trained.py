@@ -217,7 +217,7 @@ def _check_layers(layers: list[tuple[np.ndarray, np.ndarray]], where: str) -> No
         if weight.ndim != 2 or weight.shape[1] != width or bias.shape != (weight.shape[0],):
             raise PolicyFileError(
                 f"{where}: layer {index} has weight {weight.shape} and bias {bias.shape}; "
-                f"expected ({'out'}, {width}) and (out,)"
+                f"expected (out, {width}) and (out,)"
             )
         if weight.shape[0] > MAX_WIDTH:
             raise PolicyFileError(
