@@ -26,7 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from koholint import ENV_ID
 from koholint.baselines.trained import PolicyFileError, write_policy
+from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.zelda import Action
 from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN
 from koholint.store import StoreError, open_store
 from trainer.ledger import (
@@ -53,6 +56,13 @@ def export_policy(
 ) -> Path:
     """Write the policy file of the checkpoint folder `checkpoint` into `out`."""
     layers = actor_layers(_module_state(checkpoint))
+    inputs, outputs = layers[0][0].shape[1], layers[-1][0].shape[0]
+    if (inputs, outputs) != (OBSERVATION_SIZE, len(Action)):
+        raise ExportError(
+            f"checkpoint {checkpoint}: its policy takes {inputs} observations and gives {outputs} "
+            f"actions; {ENV_ID} has {OBSERVATION_SIZE} and {len(Action)}: it was trained on "
+            "another env config; retrain it on this env (koholint train)"
+        )
     config = dict(config) if config is not None else trained_config(checkpoint)
     env = {key: value for key, value in config["env"].items() if key != "rom"}
     if env_steps is None:

@@ -5,6 +5,7 @@ logits as RLlib's module."""
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 from dataclasses import replace
 from pathlib import Path
@@ -131,3 +132,27 @@ def test_export_policy_finds_checkpoints_by_name_and_run_in_the_store(checkpoint
     assert "is not a trainer checkpoint" in capsys.readouterr().err
     assert main(["export-policy", "no-such-run", str(tmp_path / "y"), "--store", str(store)]) == 2
     assert "has no checkpoints" in capsys.readouterr().err
+
+
+def test_export_policy_refuses_a_checkpoint_of_another_env_config(tmp_path, capsys):
+    """A module that reads 100 observations (another observation layout) is named as such."""
+    module = tmp_path / "ckpt" / MODULE
+    module.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    state = {
+        "encoder.actor_encoder.net.mlp.0.weight": rng.normal(size=(8, 100)).astype(np.float32),
+        "encoder.actor_encoder.net.mlp.0.bias": np.zeros(8, np.float32),
+        "pi.net.mlp.0.weight": rng.normal(size=(9, 8)).astype(np.float32),
+        "pi.net.mlp.0.bias": np.zeros(9, np.float32),
+    }
+    (module / "module_state.pkl").write_bytes(pickle.dumps(state))
+    config = resolve({}, {}).model_dump(mode="json")
+    (tmp_path / "ckpt" / RUN_STATE_FILE).write_text(json.dumps({"config": config}))
+    assert main(["export-policy", str(tmp_path / "ckpt"), str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "takes 100 observations and gives 9 actions" in err
+    assert "trained on another env config" in err
+    del state["pi.net.mlp.0.weight"], state["pi.net.mlp.0.bias"]
+    (module / "module_state.pkl").write_bytes(pickle.dumps(state))
+    assert main(["export-policy", str(tmp_path / "ckpt"), str(tmp_path / "out")]) == 2
+    assert "no policy head" in capsys.readouterr().err
