@@ -238,16 +238,21 @@ class TrainingRun:
         import ray
 
         from koholint.baselines.trained import CHECKPOINT_POLICY_FOLDER
-        from trainer.policy_export import export_policy
+        from trainer.policy_export import ExportError, export_policy
 
         with tempfile.TemporaryDirectory(dir=run_dir) as directory:
             algo.save_to_path(directory)
             settings = self.config.model_dump(mode="json")
             state = {"iterations": self.status.iterations, "curve": self.curve, "config": settings}
             (Path(directory) / RUN_STATE_FILE).write_text(json.dumps(state))
-            # The small policy file `koholint play --policy checkpoint:...` reads (no Ray needed).
-            export_policy(Path(directory), Path(directory) / CHECKPOINT_POLICY_FOLDER,
-                          settings, self.status.env_steps)  # fmt: skip
+            # The small policy file `koholint play --policy checkpoint:...` reads (no Ray needed);
+            # the checkpoint is whole without it (`koholint export-policy` rebuilds it): no crash.
+            try:
+                export_policy(Path(directory), Path(directory) / CHECKPOINT_POLICY_FOLDER,
+                              settings, self.status.env_steps)  # fmt: skip
+            except (ExportError, OSError) as error:
+                logger.warning("checkpoint without a policy file: %s", error,
+                               extra={"event": "policy_file_failed"})  # fmt: skip
             metrics = {
                 name: value for name, value in (
                     ("episode_return_mean", self.status.episode_return_mean), ("rooms", self.status.rooms_mean),
