@@ -156,3 +156,20 @@ def test_export_policy_refuses_a_checkpoint_of_another_env_config(tmp_path, caps
     (module / "module_state.pkl").write_bytes(pickle.dumps(state))
     assert main(["export-policy", str(tmp_path / "ckpt"), str(tmp_path / "out")]) == 2
     assert "no policy head" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_policy_file_that_fails_leaves_the_run_and_its_checkpoint_whole(tmp_path, monkeypatch):
+    import trainer.policy_export
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise trainer.policy_export.ExportError("refused for the test")
+
+    monkeypatch.setattr(trainer.policy_export, "export_policy", refuse)
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    status = TrainingRun(resolve({**TINY, "run": "no-policy"}, {}), deployment).run()
+    assert status.state == "finished"
+    assert status.checkpoints == 1
+    saved = tmp_path / "store" / "checkpoints" / "no-policy" / f"{status.env_steps:012d}"
+    assert (saved / MODULE / "module_state.pkl").is_file()
+    assert not (saved / "policy").exists()
