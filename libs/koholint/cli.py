@@ -46,13 +46,13 @@ def _starts(args: argparse.Namespace, rom: Path | None) -> list[str]:
 
 
 def cmd_play(args: argparse.Namespace) -> int:
-    from koholint.baselines.play import play_checkpoint, run_episode
+    from koholint.baselines.play import run_episode
 
     rom = _rom_argument(args.rom)
     policies = args.policy or ["walkthrough", "random"]
     trained = [policy for policy in policies if policy.startswith(CHECKPOINT_PREFIX)]
     if trained:
-        return _play_trained(args, policies, rom, play_checkpoint)
+        return _play_trained(args, policies, rom)
     if any(getattr(args, name) is not None for name in _TRAINED_ONLY):
         flags = ", ".join("--" + name for name in _TRAINED_ONLY)
         print(f"koholint play: {flags} apply to --policy checkpoint:PATH only", file=sys.stderr)
@@ -99,10 +99,10 @@ def cmd_play(args: argparse.Namespace) -> int:
 _TRAINED_ONLY = ("sticky", "planner", "export", "greedy", "workers")
 
 
-def _play_trained(
-    args: argparse.Namespace, policies: list[str], rom: Path | None, play: Any
-) -> int:
+def _play_trained(args: argparse.Namespace, policies: list[str], rom: Path | None) -> int:
     """`--policy checkpoint:PATH`: one trained policy, in the env settings it trained with."""
+    from koholint.baselines.play import play_checkpoint
+
     if len(policies) > 1:
         print("koholint play: play a checkpoint: policy on its own (one --policy)", file=sys.stderr)
         return 2
@@ -110,10 +110,11 @@ def _play_trained(
         print("koholint play: a trained policy plays the cartridge it trained on; drop --rom "
               f"(and {ROM_ENV_VARIABLE})", file=sys.stderr)  # fmt: skip
         return 2
-    report = play(
+    report = play_checkpoint(
         Path(policies[0].removeprefix(CHECKPOINT_PREFIX)), start=args.start,
         episodes=args.episodes, seed=args.seed, sticky=args.sticky, planner=args.planner,
-        max_steps=args.max_steps, greedy=bool(args.greedy), workers=1 if args.workers is None else args.workers,
+        max_steps=args.max_steps, greedy=bool(args.greedy),
+        workers=1 if args.workers is None else args.workers,
         export=Path(args.export) if args.export else None,
     )  # fmt: skip
     return 0 if report.episodes else 1
