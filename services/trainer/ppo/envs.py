@@ -77,6 +77,9 @@ class RayArchiveSource:
         self.actor = actor
         self._known: dict[Cell, int] = {}
         self._pending: Any = None
+        self.known_here: dict[Cell, int] = {}
+        """the fewest steps to each cell known to this process's envs (GoExploreWrapper's
+        shared `known`): saved by one, not saved again by the others"""
 
     def merge(self, cells: list[tuple[CellRecord, bytes]]) -> None:
         self.actor.merge.remote(cells)
@@ -184,10 +187,9 @@ def wrap_train_env(
             env, RayCurriculumSource(actor), end_on_death=config.curriculum_end_on_death
         )
     if config.archive_restart_every and not robustify:
+        source = process_archive_source(archive_actor)
         env = GoExploreWrapper(
-            env,
-            process_archive_source(archive_actor),
-            restart_every=config.archive_restart_every,
+            env, source, restart_every=config.archive_restart_every, known=source.known_here
         )
     if config.reward_model:  # off until the driver hands over a version (trainer/ppo/shaping.py)
         env = ShapingWrapper(env, gamma=config.gamma, scale=config.shaping_scale)

@@ -58,15 +58,75 @@ def _sample(log_probabilities: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
 
 
 class LeanPPOModule(DefaultPPOTorchRLModule):
-    """RLlib's default PPO module; inference without switching to eval mode and back."""
+    """RLlib's default PPO module; inference without switching to eval mode and back, and
+    the policy's logits computed in numpy from the module's own parameters when it is a
+    plain MLP (Linear, Tanh, ReLU): nine nested torch modules cost ~4x the arithmetic for
+    a runner's few observations. Training (``forward_train``) stays torch's."""
 
     def forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        with torch.no_grad():
-            return self._forward(batch, **kwargs)
+        return self._policy_logits(batch, **kwargs)
 
     def forward_inference(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        with torch.no_grad():
-            return self._forward(batch, **kwargs)
+        return self._policy_logits(batch, **kwargs)
+
+    def _policy_logits(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        layers = self._numpy_policy()
+        if layers is None:
+            with torch.no_grad():
+                return self._forward(batch, **kwargs)
+        hidden = batch[Columns.OBS].numpy()
+        for weight, bias, activation in layers:
+            hidden = hidden @ weight + bias
+            if activation is not None:
+                activation(hidden, out=hidden)
+        return {Columns.ACTION_DIST_INPUTS: torch.from_numpy(hidden)}
+
+    def _numpy_policy(self) -> list[tuple[np.ndarray, np.ndarray, Any]] | None:
+        """(weight^T, bias, activation) per layer of the actor encoder and the pi head, as
+        numpy views of the parameters (they follow in-place weight updates; rebuilt when a
+        parameter is replaced), or None when the network is not a plain MLP."""
+        if not hasattr(self, "_policy_linears"):
+            # the actor's own encoder, or the one it shares with the critic (vf_share_layers)
+            actor = getattr(self.encoder, "actor_encoder", None) or getattr(
+                self.encoder, "encoder", None
+            )
+            try:
+                sequentials = [actor.net.mlp, self.pi.net.mlp]  # type: ignore[union-attr]
+            except AttributeError:  # another encoder layout: torch's forward
+                sequentials = []
+            self._policy_sequentials = sequentials
+            self._policy_linears = [
+                module for sequential in sequentials for module in sequential
+                if isinstance(module, torch.nn.Linear)
+            ]  # fmt: skip
+            self._policy_key: list[int] | None = None
+        key = [tensor.data_ptr() for linear in self._policy_linears
+               for tensor in (linear.weight, linear.bias) if tensor is not None]  # fmt: skip
+        if key != self._policy_key:
+            self._policy_layers = _mlp_layers(self._policy_sequentials)
+            self._policy_key = key
+        return self._policy_layers
+
+
+_ACTIVATIONS = {torch.nn.Tanh: np.tanh, torch.nn.ReLU: lambda x, out: np.maximum(x, 0, out=out)}
+
+
+def _mlp_layers(sequentials: list[Any]) -> list[tuple[np.ndarray, np.ndarray, Any]] | None:
+    if not sequentials:
+        return None
+    layers: list[tuple[np.ndarray, np.ndarray, Any]] = []
+    for sequential in sequentials:
+        if not isinstance(sequential, torch.nn.Sequential):
+            return None
+        for module in sequential:
+            if isinstance(module, torch.nn.Linear) and module.bias is not None:
+                weight, bias = module.weight.detach().numpy(), module.bias.detach().numpy()
+                layers.append((weight.T, bias, None))
+            elif type(module) in _ACTIVATIONS and layers and layers[-1][2] is None:
+                layers[-1] = (*layers[-1][:2], _ACTIVATIONS[type(module)])
+            else:
+                return None
+    return layers
 
 
 def env_to_module(env: Any = None, spaces: Any = None, device: Any = None) -> ConnectorV2:

@@ -65,7 +65,9 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     archive knows, or that this step reaches at least `improve_by` steps sooner than known
     (small shortcuts are not worth 16 ms, and early in training they come every few steps).
     Every `sync_every` steps and at episode ends the env sends its improvements to the
-    source and learns what the other envs found, so envs do not each save the same cells."""
+    source and learns what the other envs found, so envs do not each save the same cells;
+    envs stepped in one process may share `known` (cell -> fewest steps) to learn of each
+    other's saves at once."""
 
     def __init__(
         self,
@@ -75,6 +77,7 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         restart_every: int = 4,
         improve_by: int = 8,
         sync_every: int = 128,
+        known: dict[Cell, int] | None = None,
     ) -> None:
         super().__init__(env)
         if restart_every < 1:
@@ -86,7 +89,9 @@ class GoExploreWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self.source = source
         self.restart_every = restart_every
         self._episodes = 0
-        self._known: dict[Cell, int] = {}
+        # Shared (and updated in place) by the envs of a process when given: one env's save
+        # is known to its neighbours at once, not a sync later (they start in the same place).
+        self._known: dict[Cell, int] = known if known is not None else {}
         self._improved = Archive()
         self._steps = 0
         self._return = 0.0

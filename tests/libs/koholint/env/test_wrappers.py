@@ -136,3 +136,23 @@ def test_the_same_place_further_along_the_route_is_a_new_cell():
         places[cell[:3]].append(cell[3])
     assert sorted(places[next(iter(places))]) == [0, 1]
     env.close()
+
+
+def test_envs_sharing_known_cells_do_not_save_each_others_cells_again():
+    archive, shared = Archive(), {}
+    first, second = (
+        GoExploreWrapper(ZeldaEnv(max_episode_steps=40, sticky_action_probability=0.0),
+                         LocalArchiveSource(archive), restart_every=100, known=shared)
+        for _ in range(2)
+    )  # fmt: skip
+    saves_first, saves_second = count_saves(first), count_saves(second)
+    first.reset(seed=0)
+    second.reset(seed=0)
+    for _ in range(12):  # the same walk, one env a step behind the other: the same cells
+        first.step(Action.UP)
+        second.step(Action.UP)
+    assert len(saves_first) > 1
+    assert saves_second == []  # each cell was known (from the first env) when reached
+    assert set(shared) == set(first._improved.cells)
+    first.close()
+    second.close()

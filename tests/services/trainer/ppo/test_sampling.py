@@ -85,6 +85,47 @@ def test_lean_module_computes_what_the_default_module_does():
     env.close()
 
 
+def test_numpy_policy_follows_weight_updates_in_place_and_replaced():
+    env = ZeldaEnv()
+    settings = {"observation_space": env.observation_space, "action_space": env.action_space,
+                "inference_only": True,
+                "model_config": {"fcnet_hiddens": [16, 16], "fcnet_activation": "tanh"}}  # fmt: skip
+    lean, other = LeanPPOModule(**settings), LeanPPOModule(**settings)
+    observations = {Columns.OBS: torch.rand(4, 128)}
+
+    def torch_logits() -> torch.Tensor:
+        with torch.no_grad():
+            return lean._forward(observations)[Columns.ACTION_DIST_INPUTS]
+
+    assert lean._numpy_policy() is not None  # the numpy path, not torch's
+    first = lean.forward_exploration(observations)[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(first, torch_logits())
+    lean.load_state_dict(other.state_dict())  # how RLlib's runners receive new weights
+    updated = lean.forward_exploration(observations)[Columns.ACTION_DIST_INPUTS]
+    assert not torch.allclose(updated, first)
+    torch.testing.assert_close(updated, torch_logits())
+    head = lean.pi.net.mlp[0]
+    head.weight = torch.nn.Parameter(torch.zeros_like(head.weight))  # replaced, not copied into
+    torch.testing.assert_close(
+        lean.forward_exploration(observations)[Columns.ACTION_DIST_INPUTS], torch_logits()
+    )
+    env.close()
+
+
+def test_a_network_that_is_not_a_plain_mlp_uses_torchs_forward():
+    env = ZeldaEnv()
+    lean = LeanPPOModule(observation_space=env.observation_space, action_space=env.action_space,
+                         model_config={"fcnet_hiddens": [16], "fcnet_activation": "elu"})  # fmt: skip
+    observations = {Columns.OBS: torch.rand(3, 128)}
+    assert lean._numpy_policy() is None
+    with torch.no_grad():
+        expected = lean._forward(observations)[Columns.ACTION_DIST_INPUTS]
+    torch.testing.assert_close(
+        lean.forward_exploration(observations)[Columns.ACTION_DIST_INPUTS], expected
+    )
+    env.close()
+
+
 @pytest.mark.parametrize("lean", [True, False])
 def test_env_runner_samples_the_same_columns_either_way(lean: bool, tmp_path: Path):
     config = resolve(
