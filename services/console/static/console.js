@@ -286,50 +286,222 @@ setInterval(() => {
 }, 1000);
 
 // -- watch one env -----------------------------------------------------------------
-let watchTimer = null;
+// A trainer env: PNG polls (its env sends frames only while watched) and the planner's
+// takeovers. An env-sim session: its live stream (every frame as the session advances, up to
+// the game's 60 a second) and a player that makes it play at the game's real speed.
+let watchTimer = null, liveAbort = null;
+const live = {arrivals: [], frames: 0};  // arrivals: [wall ms, game frame] of the last 2 s
 
 function watch(id) {
   world.watching = id;
   world.dirty = true;
   const [source, run, ...rest] = id.split("/");
   const env = rest.join("/");
+  const sim = source === "env-sim";
   $("#watch").hidden = false;
   $("#watch-name").textContent = id;
   $("#watch-note").textContent = "";
-  const frameUrl = source === "env-sim" ? `/v1/watch/env-sim/${encodeURIComponent(env)}/frame.png`
-    : `/v1/watch/trainer/${encodeURIComponent(run)}/${encodeURIComponent(env)}/frame.png`;
+  $("#watch-frame").hidden = sim;
+  $("#watch-live").hidden = !sim;
+  $("#watch-play").hidden = !sim;
+  $("#watch-planner").hidden = sim;
+  $("#watch-rate").textContent = "";
+  $("#planner-takeovers").replaceChildren();
   clearInterval(watchTimer);
+  stopLive();
   let ticks = 0;
-  const refresh = async () => {
+  const refresh = sim ? () => {
     if (world.watching !== id) return;
-    try {
-      const response = await fetch(`${frameUrl}?t=${Date.now()}`);
-      if (response.ok) {
-        const url = URL.createObjectURL(await response.blob());
-        const image = $("#watch-frame"), old = image.src;
-        image.src = url;
-        image.dataset.frames = String(Number(image.dataset.frames || 0) + 1);
-        if (old.startsWith("blob:")) URL.revokeObjectURL(old);
-        $("#watch-note").textContent = "";
-      } else {
-        $("#watch-note").textContent = (await response.json().catch(() => ({}))).detail || `HTTP ${response.status}`;
-      }
-    } catch (error) { $("#watch-note").textContent = error.message; }
-    if (ticks++ % 4 === 0) showState(source, env, id);
+    showState(source, env, id);
+    showPlay(env);
+  } : async () => {
+    if (world.watching !== id) return;
+    await pollFrame(`/v1/watch/trainer/${encodeURIComponent(run)}/${encodeURIComponent(env)}/frame.png`);
+    if (ticks++ % 4 === 0) { showState(source, env, id); showTakeovers(run, env); }
   };
+  if (sim) streamLive(env, id);
   refresh();
-  watchTimer = setInterval(refresh, WATCH_MS);
+  watchTimer = setInterval(refresh, sim ? 1000 : WATCH_MS);
+}
+
+async function pollFrame(url) {
+  try {
+    const response = await fetch(`${url}?t=${Date.now()}`);
+    if (response.ok) {
+      const blobUrl = URL.createObjectURL(await response.blob());
+      const image = $("#watch-frame"), old = image.src;
+      image.src = blobUrl;
+      image.dataset.frames = String(Number(image.dataset.frames || 0) + 1);
+      if (old.startsWith("blob:")) URL.revokeObjectURL(old);
+      $("#watch-note").textContent = "";
+    } else {
+      $("#watch-note").textContent = (await response.json().catch(() => ({}))).detail || `HTTP ${response.status}`;
+    }
+  } catch (error) { $("#watch-note").textContent = error.message; }
 }
 
 async function showState(source, env, id) {
   let state = world.envs.get(id)?.event;
   if (source === "env-sim") state = await getJson(`/v1/watch/env-sim/${encodeURIComponent(env)}/state`).catch(() => state);
-  $("#watch-state").textContent = JSON.stringify(state, null, 1);
+  if (world.watching === id) $("#watch-state").textContent = JSON.stringify(state, null, 1);
+}
+
+// -- the live stream: multipart PNG parts (Content-Length, X-Game-Frame), drawn on a canvas --
+function stopLive() {
+  if (liveAbort) liveAbort.abort();
+  liveAbort = null;
+  live.arrivals = [];
+}
+
+async function streamLive(session, id) {
+  const controller = new AbortController();
+  liveAbort = controller;
+  const canvas = $("#watch-live"), ctx = canvas.getContext("2d");
+  let pending = null, drawing = false;
+  const drawLatest = async () => {
+    drawing = true;
+    while (pending) {
+      const png = pending;
+      pending = null;
+      try {
+        const bitmap = await createImageBitmap(new Blob([png], {type: "image/png"}));
+        ctx.drawImage(bitmap, 0, 0);
+        bitmap.close();
+        live.frames += 1;
+        canvas.dataset.frames = String(live.frames);
+      } catch (error) { $("#watch-note").textContent = `frame: ${error.message}`; }
+    }
+    drawing = false;
+  };
+  try {
+    const response = await fetch(`/v1/watch/env-sim/${encodeURIComponent(session)}/live`, {signal: controller.signal});
+    if (!response.ok) throw new Error((await response.json().catch(() => ({}))).detail || `HTTP ${response.status}`);
+    await readParts(response.body.getReader(), (png, gameFrame) => {
+      live.arrivals.push([performance.now(), gameFrame]);
+      pending = png;  // a browser slower than the stream skips frames, never queues them
+      if (!drawing) drawLatest();
+    });
+    if (!controller.signal.aborted) $("#watch-note").textContent = "the live stream ended";
+  } catch (error) {
+    if (controller.signal.aborted) return;
+    $("#watch-note").textContent = `live: ${error.message}; retrying`;
+  }
+  if (!controller.signal.aborted && world.watching === id) setTimeout(() => {
+    if (liveAbort === controller && world.watching === id) streamLive(session, id);
+  }, 2000);
+}
+
+const CRLF2 = [13, 10, 13, 10];
+function indexOfHeadEnd(bytes) {
+  outer: for (let i = 0; i + 3 < bytes.length; i++) {
+    for (let j = 0; j < 4; j++) if (bytes[i + j] !== CRLF2[j]) continue outer;
+    return i;
+  }
+  return -1;
+}
+
+async function readParts(reader, onPart) {
+  const decoder = new TextDecoder();
+  let buffer = new Uint8Array(0);
+  for (;;) {
+    const {value, done} = await reader.read();
+    if (done) return;
+    const joined = new Uint8Array(buffer.length + value.length);
+    joined.set(buffer); joined.set(value, buffer.length);
+    buffer = joined;
+    for (;;) {
+      const headEnd = indexOfHeadEnd(buffer);
+      if (headEnd < 0) break;
+      const head = decoder.decode(buffer.subarray(0, headEnd));
+      const length = Number(/content-length:\s*(\d+)/i.exec(head)?.[1]);
+      const start = headEnd + 4;
+      if (!Number.isFinite(length) || buffer.length < start + length) break;
+      onPart(buffer.slice(start, start + length), Number(/x-game-frame:\s*(\d+)/i.exec(head)?.[1]));
+      buffer = buffer.slice(start + length);
+    }
+  }
+}
+
+// Frames shown per second and the game's own pace (frames it advanced per wall second).
+function liveRates() {
+  const now = performance.now();
+  live.arrivals = live.arrivals.filter(([t]) => now - t < 2000);
+  const a = live.arrivals;
+  if (a.length < 2) return {fps: 0, gameFps: 0, frames: live.frames};
+  const seconds = (a[a.length - 1][0] - a[0][0]) / 1000;
+  return {fps: (a.length - 1) / seconds, gameFps: (a[a.length - 1][1] - a[0][1]) / seconds, frames: live.frames};
+}
+
+setInterval(() => {
+  if ($("#watch-live").hidden || !liveAbort) return;
+  const rates = liveRates();
+  $("#watch-rate").textContent = rates.fps ? `live: ${rates.fps.toFixed(1)} frames/s shown, the game at ` +
+    `${rates.gameFps.toFixed(1)} frames/s (${(rates.gameFps / 59.73).toFixed(2)}x real speed)`
+    : "live: the session is not advancing (play it, or step it)";
+}, 500);
+
+// -- playing an env-sim session at real speed ---------------------------------------------
+function playUrl() {
+  const session = world.watching.split("/").slice(2).join("/");
+  return `/v1/watch/env-sim/${encodeURIComponent(session)}/play`;
+}
+
+async function showPlay(session) {
+  try {
+    const play = await getJson(`/v1/watch/env-sim/${encodeURIComponent(session)}/play`);
+    $("#play-status").textContent = play.state === "idle" ? "not playing" : play.state === "playing"
+      ? `playing ${play.policy}: ${play.steps} steps, ${play.episodes} episodes, the game at ${play.game_fps.toFixed(1)} frames/s`
+      : `stopped (${play.stopped_reason}) after ${play.steps} steps`;
+    $("#play-status").dataset.state = play.state;
+  } catch (error) { $("#play-status").textContent = `play: ${error.message}`; }
+}
+
+$("#play-start").addEventListener("click", async () => {
+  const policy = $("#play-policy").value;
+  try {
+    await getJson(playUrl(), {method: "POST", headers: {"Content-Type": "application/json", ...controlHeaders()},
+      body: JSON.stringify({policy, reset: policy === "walkthrough"})});
+  } catch (error) { $("#play-status").textContent = `play: ${error.message}`; return; }
+  showPlay(world.watching.split("/").slice(2).join("/"));
+});
+
+$("#play-stop").addEventListener("click", async () => {
+  try { await getJson(playUrl(), {method: "DELETE", headers: controlHeaders()}); } catch (error) {
+    $("#play-status").textContent = `stop: ${error.message}`; return;
+  }
+  showPlay(world.watching.split("/").slice(2).join("/"));
+});
+
+// -- the planner's takeovers of a trainer env (hybrid control) ------------------------------
+async function showTakeovers(run, env) {
+  let takeovers;
+  try {
+    ({takeovers} = await getJson(`/v1/watch/trainer/${encodeURIComponent(run)}/${encodeURIComponent(env)}/takeovers`));
+  } catch (error) { $("#planner-note").textContent = `planner: ${error.message}`; return; }
+  $("#planner-note").textContent = takeovers.length ? `the planner's last ${takeovers.length} takeovers, newest first`
+    : "no takeover yet: the planner steps in when the switch fires (dialog or puzzle, with the planner on)";
+  $("#planner-takeovers").replaceChildren(...takeovers.map((t) => {
+    const item = document.createElement("li");
+    item.className = "takeover";
+    item.textContent = `step ${t.episode_step}: ${t.started_in} → ${t.stopped} (${t.macros} macros, ${t.frames} frames)`;
+    const decisions = document.createElement("ul");
+    decisions.append(...t.decisions.map((d) => {
+      const line = document.createElement("li");
+      line.className = "decision";
+      const outcome = d.ok === null ? "" : d.ok ? " ✓" : " ✗";
+      line.textContent = `${d.macro || "no macro"}${outcome} (${d.backend}): ${d.reason}`;
+      line.title = d.result || "";
+      return line;
+    }));
+    item.append(decisions);
+    return item;
+  }));
 }
 
 $("#watch-close").addEventListener("click", () => {
   world.watching = null;
   clearInterval(watchTimer);
+  stopLive();
   $("#watch").hidden = true;
   $("#watch-frame").dataset.frames = "0";
 });
@@ -528,11 +700,66 @@ async function refreshScores() {
   try {
     const {scores} = await getJson(`/v1/judges/scores?run=${encodeURIComponent(selectedRun)}&limit=20`);
     const rows = scores.slice().reverse().map((s) => [s.prefix, s.label ?? "–", fmt(s.score),
-      s.judges.map((j) => `${j.judge}: ${j.abstained ? "abstained" : `${j.label} ${fmt(j.score)}`}`).join("; ")]);
-    $("#judges").replaceChildren(rows.length ? table(["segment", "label", "score", "votes"], rows)
+      s.judges.map(voteText).join("; "), framesButton(s)]);
+    $("#judges").replaceChildren(rows.length ? table(["segment", "label", "score", "votes", ""], rows)
       : `no scored segments of ${selectedRun} yet`);
   } catch (error) { $("#judges").textContent = `scores: ${error.message}`; }
 }
+
+function voteText(j) { return `${j.judge}: ${j.abstained ? "abstained" : `${j.label} ${fmt(j.score)}`}`; }
+
+function framesButton(score) {
+  const button = document.createElement("button");
+  button.type = "button"; button.textContent = "frames"; button.className = "frames";
+  button.dataset.prefix = score.prefix;
+  button.addEventListener("click", () => openSegment(score));
+  return button;
+}
+
+// A scored segment's frames (from the trainer's store, through the console) beside its votes.
+let segmentTimer = null;
+
+async function openSegment(score) {
+  const [, run, episode, segment] = score.prefix.split("/");
+  const base = `/v1/judges/segments/${[run, episode, segment].map(encodeURIComponent).join("/")}`;
+  $("#segment").hidden = false;
+  $("#segment").dataset.prefix = score.prefix;
+  $("#segment-name").textContent = score.prefix;
+  $("#segment-note").textContent = `ensemble: ${score.label ?? "–"} ${fmt(score.score)}`;
+  $("#segment-votes").replaceChildren(...score.judges.map((j) => {
+    const item = document.createElement("li");
+    item.textContent = voteText(j) + (j.rationale ? ` — ${j.rationale}` : "");
+    return item;
+  }));
+  clearInterval(segmentTimer);
+  let frames;
+  try { ({frames} = await getJson(base)); } catch (error) {
+    $("#segment-note").textContent = `frames: ${error.message}`;
+    return;
+  }
+  const slider = $("#segment-step"), image = $("#segment-frame");
+  slider.max = String(Math.max(0, frames.length - 1));
+  slider.value = "0";
+  const show = () => {
+    const step = frames[Number(slider.value)];
+    if (step === undefined) return;
+    image.src = `${base}/frames/${step}.png`;
+    image.dataset.step = String(step);
+  };
+  slider.oninput = () => { clearInterval(segmentTimer); show(); };
+  show();
+  // Played through at 10 frames a second until the slider is moved.
+  segmentTimer = setInterval(() => {
+    if ($("#segment").hidden || !frames.length) return;
+    slider.value = String((Number(slider.value) + 1) % frames.length);
+    show();
+  }, 100);
+}
+
+$("#segment-close").addEventListener("click", () => {
+  clearInterval(segmentTimer);
+  $("#segment").hidden = true;
+});
 
 async function refreshRewardModels() {
   try {
@@ -546,7 +773,9 @@ async function refreshRewardModels() {
 }
 
 // -- start ---------------------------------------------------------------------------
-window.koholint = {dots, world, watch};
+// For tests and the browser's console: choose the run whose curves, archive and judges show.
+function selectRun(name) { selectedRun = name; drawCurves(); refreshCheckpoints(); refreshArchive(); refreshFleet(); }
+window.koholint = {dots, world, watch, liveRates, selectRun};
 loadMap();
 buildRunForm();
 connectStream();
