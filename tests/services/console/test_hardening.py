@@ -36,7 +36,7 @@ def settings(map_cache_dir: Path) -> Settings:
     return Settings(map_cache_dir=str(map_cache_dir))
 
 
-def _finish_at_once(run: TrainingRun) -> None:
+def _finish_at_once(run: TrainingRun, span: object) -> None:
     run.status.state = "finished"
 
 

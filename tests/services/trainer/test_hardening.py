@@ -31,7 +31,7 @@ def settings(tmp_path: Path) -> Settings:
     return Settings(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
 
 
-def _finish_at_once(run: TrainingRun) -> None:
+def _finish_at_once(run: TrainingRun, span: object) -> None:
     run.status.state = "finished"
 
 
