@@ -18,7 +18,7 @@ import threading
 import time
 import zlib
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, Protocol
 
 import numpy as np
 from pydantic import BaseModel, Field, StrictBool
@@ -28,8 +28,21 @@ from koholint.baselines.policies import POLICY_NAMES, make_policy
 from koholint.schemas.fields import JsonFloat, Seed
 from koholint.web.problems import TooManyError, UnprocessableError
 
-if TYPE_CHECKING:
-    from env_sim.sessions import Session
+
+class PlayedSession(Protocol):
+    """What a player needs of a session (env_sim.sessions.Session, whose module imports this
+    one: the protocol keeps the two from importing each other)."""
+
+    id: str
+    env: Any
+    lock: threading.Lock
+    last_used: float
+    last_used_at: datetime
+
+    def step_plain(self, action: int) -> tuple[Any, bool, bool, dict[str, Any]]: ...
+
+    def new_episode(self, seed: int | None) -> tuple[Any, dict[str, Any]]: ...
+
 
 logger = logging.getLogger("env_sim.live")
 # The Game Boy's frame rate: 4,194,304 Hz / 70,224 cycles per frame.
@@ -245,7 +258,7 @@ class Player:
     409 until it stops (DELETE .../play), ends at `max_seconds`, or the session is closed.
     """
 
-    def __init__(self, session: Session, request: PlayRequest, max_seconds: float) -> None:
+    def __init__(self, session: PlayedSession, request: PlayRequest, max_seconds: float) -> None:
         self.session, self.request = session, request
         self.max_seconds = min(request.max_seconds or max_seconds, max_seconds)
         self.policy = make_policy(request.policy)
@@ -261,11 +274,9 @@ class Player:
     def prepare(self) -> tuple[Any, dict[str, Any]]:
         """Reset the episode (if asked) and the policy; a policy that cannot play this session
         is a 422. Runs under the session's lock, before the thread starts."""
-        from env_sim import sessions as ops
-
         env = self.session.env
         if self.request.reset:
-            ops.new_episode(self.session, self.request.seed)
+            self.session.new_episode(self.request.seed)
         try:
             self.policy.reset(env, self.request.seed)
         except ValueError as error:
@@ -273,7 +284,7 @@ class Player:
                 f"policy {self.request.policy!r} cannot play this session: {error}",
                 field="policy",
             ) from None
-        observation, _, _, info = ops.step_plain(self.session, 0)
+        observation, _, _, info = self.session.step_plain(0)
         self.last_state = info["state"]
         return observation, info
 
@@ -300,8 +311,6 @@ class Player:
             self.session.lock.release()
 
     def _play(self, observation: Any, info: dict[str, Any]) -> None:
-        from env_sim import sessions as ops
-
         session, env = self.session, self.session.env
         seconds_per_frame = 1.0 / (GAME_FPS * self.request.speed)
         started = anchor = time.monotonic()
@@ -312,13 +321,13 @@ class Player:
                 break
             before = env.gameboy.frame
             action = self.policy.act(observation, info)
-            observation, terminated, truncated, info = ops.step_plain(session, action)
+            observation, terminated, truncated, info = session.step_plain(action)
             self.steps += 1
             self.game_frames += env.gameboy.frame - before
             self.last_state = info["state"]
             if terminated or truncated:
                 self.episodes += 1
-                observation, info = ops.new_episode(session, self.request.seed + self.episodes)
+                observation, info = session.new_episode(self.request.seed + self.episodes)
                 self.policy.reset(env, self.request.seed + self.episodes)
             anchor, anchor_frame = self._pace(anchor, anchor_frame, seconds_per_frame)
             self.elapsed = time.monotonic() - started

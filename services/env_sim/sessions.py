@@ -63,6 +63,17 @@ class Session:
     feed: FrameFeed | None = None  # made by the first live stream of the session
     player: Player | None = None  # the latest player (POST .../play)
 
+    def step_plain(self, action: int) -> tuple[np.ndarray, bool, bool, dict[str, Any]]:
+        """One step for the player: observation, terminated, truncated, info."""
+        observation, transition, info = _step(self, action, False)
+        return observation, transition["terminated"], transition["truncated"], info
+
+    def new_episode(self, seed: int | None) -> tuple[np.ndarray, dict[str, Any]]:
+        """A new episode from the session's own start (the player's reset)."""
+        observation, info = self.env.reset(seed=seed)
+        self.episode_steps = 0
+        return observation, info
+
     def playing(self) -> Player | None:
         return self.player if self.player is not None and self.player.state == "playing" else None
 
@@ -310,19 +321,6 @@ def _step(
             env_id=session.id, episode_step=session.episode_steps,
         )  # fmt: skip
     return observation, _transition(action, float(reward), terminated, truncated, info), info
-
-
-def step_plain(session: Session, action: int) -> tuple[np.ndarray, bool, bool, dict[str, Any]]:
-    """One step for the player: observation, terminated, truncated, info."""
-    observation, transition, info = _step(session, action, False)
-    return observation, transition["terminated"], transition["truncated"], info
-
-
-def new_episode(session: Session, seed: int | None) -> tuple[np.ndarray, dict[str, Any]]:
-    """A new episode from the session's own start (the player's reset)."""
-    observation, info = session.env.reset(seed=seed)
-    session.episode_steps = 0
-    return observation, info
 
 
 def step(session: Session, action: int, frame: bool) -> bytes:
