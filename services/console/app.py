@@ -15,7 +15,7 @@ from fastapi.staticfiles import StaticFiles
 
 from console.config import Settings
 from console.fleet import Fleet
-from console.live import LiveViewers
+from console.live import live_viewers
 from console.metrics import Metrics
 from console.relay import PositionHub
 from console.routes import archive, fleet, judges, map, page, positions, runs, watch
@@ -43,7 +43,7 @@ def create_app(
             max_clients=settings.max_clients, max_pending=settings.max_pending,
             history_size=settings.history_size, metrics=metrics,
         )  # fmt: skip
-        app.state.live = LiveViewers(settings.max_live_clients, settings.send_timeout_seconds)
+        app.state.live = live_viewers(settings.max_live_clients, settings.send_timeout_seconds)
         app.state.redis = _redis(settings.redis_url)
         app.state.store = open_store(settings.store_url) if settings.store_url else None
         tasks = [asyncio.create_task(asyncio.to_thread(app.state.map.get))]  # render early

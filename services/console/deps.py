@@ -10,10 +10,10 @@ from fastapi import Depends, Request
 
 from console.config import Settings
 from console.fleet import Fleet
-from console.live import LiveViewers
 from console.relay import PositionHub
 from console.worldmap import MapCache
 from koholint.web.problems import ProblemError
+from koholint.web.streaming import StreamSlots
 
 
 async def get_settings(request: Request) -> Settings:
@@ -32,7 +32,7 @@ async def get_map(request: Request) -> MapCache:
     return request.app.state.map  # type: ignore[no-any-return]
 
 
-async def get_live(request: Request) -> LiveViewers:
+async def get_live(request: Request) -> StreamSlots:
     return request.app.state.live  # type: ignore[no-any-return]
 
 
@@ -69,5 +69,5 @@ HubDep = Annotated[PositionHub, Depends(get_hub)]
 FleetDep = Annotated[Fleet, Depends(get_fleet)]
 MapDep = Annotated[MapCache, Depends(get_map)]
 RedisDep = Annotated[Any, Depends(get_redis)]
-LiveDep = Annotated[LiveViewers, Depends(get_live)]
+LiveDep = Annotated[StreamSlots, Depends(get_live)]
 ControlDep = Depends(require_control)

@@ -26,6 +26,7 @@ from console.metrics import Metrics
 from koholint.bus import PAYLOAD_FIELD
 from koholint.schemas.positions import PositionEvent
 from koholint.web.problems import TooManyError
+from koholint.web.streaming import send_chunk, start_stream, until_disconnect
 
 logger = logging.getLogger("console.relay")
 KEEPALIVE_SECONDS = 15.0
@@ -187,20 +188,12 @@ class PositionStream:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            sender = asyncio.ensure_future(self._send_all(send))
-            watcher = asyncio.ensure_future(_wait_disconnect(receive))
-            await asyncio.wait({sender, watcher}, return_when=asyncio.FIRST_COMPLETED)
-            for task in (sender, watcher):
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
+            await until_disconnect(receive, self._send_all(send))
         finally:
             self.hub.unsubscribe(self.subscriber)
 
     async def _send_all(self, send: Send) -> None:
-        headers = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-store"),
-                   (b"x-accel-buffering", b"no")]  # fmt: skip
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await start_stream(send, b"text/event-stream")
         history = "[" + ",".join(self.hub.history) + "]"
         if not await self._send(send, sse("history", history)):
             return
@@ -223,17 +216,7 @@ class PositionStream:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     async def _send(self, send: Send, body: bytes) -> bool:
-        message = {"type": "http.response.body", "body": body, "more_body": True}
-        try:
-            await asyncio.wait_for(send(message), self.send_timeout)
-        except TimeoutError:
+        outcome = await send_chunk(send, body, self.send_timeout)
+        if outcome == "slow":
             self.subscriber.drop("slow")
-            return False
-        except OSError:
-            return False
-        return True
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+        return outcome == "sent"

@@ -26,7 +26,8 @@ from starlette.types import Receive, Scope, Send
 
 from koholint.baselines.policies import POLICY_NAMES, make_policy
 from koholint.schemas.fields import JsonFloat, Seed
-from koholint.web.problems import TooManyError, UnprocessableError
+from koholint.web.problems import UnprocessableError
+from koholint.web.streaming import StreamSlots, send_chunk, start_stream, until_disconnect
 
 
 class PlayedSession(Protocol):
@@ -159,22 +160,12 @@ def _chunk(kind: bytes, data: bytes) -> bytes:
     return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
 
 
-class LiveStreams:
-    """Counts the open streams of the server (a bounded fan-out)."""
+class LiveStreams(StreamSlots):
+    """The server's open streams (a bounded fan-out) and the highest frame rate one may ask."""
 
     def __init__(self, max_clients: int, max_fps: int, send_timeout: float) -> None:
-        self.max_clients, self.max_fps, self.send_timeout = max_clients, max_fps, send_timeout
-        self.open = 0
-        self.dropped = 0
-
-    def admit(self) -> None:
-        if self.open >= self.max_clients:
-            raise TooManyError(
-                f"{self.max_clients} live streams are open (KOHOLINT_ENV_SIM_MAX_LIVE_CLIENTS); "
-                "close one or retry later",
-                limit=self.max_clients,
-            )
-        self.open += 1
+        super().__init__(max_clients, "KOHOLINT_ENV_SIM_MAX_LIVE_CLIENTS", send_timeout)
+        self.max_fps = max_fps
 
 
 def next_slot(previous: float, interval: float) -> float:
@@ -201,24 +192,14 @@ class FrameStream:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         waker = self.feed.attach()
-        sender = asyncio.ensure_future(self._send_all(send, waker))
-        watcher = asyncio.ensure_future(_wait_disconnect(receive))
         try:
-            await asyncio.wait({sender, watcher}, return_when=asyncio.FIRST_COMPLETED)
+            await until_disconnect(receive, self._send_all(send, waker))
         finally:
-            for task in (sender, watcher):
-                task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await sender
             self.feed.detach(waker)
-            self.streams.open -= 1
+            self.streams.release()
 
     async def _send_all(self, send: Send, waker: asyncio.Event) -> None:
-        headers = [
-            (b"content-type", f"multipart/x-mixed-replace; boundary={BOUNDARY}".encode()),
-            (b"cache-control", b"no-store"), (b"x-accel-buffering", b"no"),
-        ]  # fmt: skip
-        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await start_stream(send, f"multipart/x-mixed-replace; boundary={BOUNDARY}".encode())
         sent, next_at = 0, 0.0
         while not self.feed.closed:
             latest = self.feed.latest
@@ -234,21 +215,11 @@ class FrameStream:
         await send({"type": "http.response.body", "body": f"--{BOUNDARY}--\r\n".encode()})
 
     async def _send(self, send: Send, body: bytes) -> bool:
-        message = {"type": "http.response.body", "body": body, "more_body": True}
-        try:
-            await asyncio.wait_for(send(message), self.streams.send_timeout)
-        except TimeoutError:
+        outcome = await send_chunk(send, body, self.streams.send_timeout)
+        if outcome == "slow":
             self.streams.dropped += 1
             logger.info("a slow live viewer was dropped", extra={"event": "live_drop"})
-            return False
-        except OSError:
-            return False
-        return True
-
-
-async def _wait_disconnect(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+        return outcome == "sent"
 
 
 class Player:
