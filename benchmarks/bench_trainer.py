@@ -185,19 +185,24 @@ def main() -> None:
             print(training(steps, ray_address=address, **shape(8, 2), **PLAIN))
         return
     runs = measured_rows(steps, args.connectors, args.nodes)
-    best: dict[str, float] = {}
+    rates: dict[str, list[float]] = {name: [] for name in runs}
     for round_number in range(args.rounds):  # rounds interleave the rows: load hits them alike
         for name, (measure, _) in runs.items():
-            rate = measure()
-            best[name] = max(best.get(name, 0.0), rate)
-            print(f"round {round_number + 1}: {name}: {rate:,.0f}", flush=True)  # a row at a time
-    ceiling = best[CEILING]
-    print(f"{steps} env steps each, best of {args.rounds} round(s)")
+            rates[name].append(measure())
+            print(f"round {round_number + 1}: {name}: {rates[name][-1]:,.0f}", flush=True)
+    best = {name: max(values) for name, values in rates.items()}
+    print(f"{steps} env steps each, best of {args.rounds} round(s); ratios per round in brackets")
     print("| run | env steps/s | vs SB3 DummyVecEnv (same envs) | vs ceiling |")
     print("| --- | ---: | ---: | ---: |")
     for name, (_, baseline_row) in runs.items():
-        ratio = f"{best[name] / best[baseline_row]:.2f}" if baseline_row else ""
-        print(f"| {name} | {best[name]:,.0f} | {ratio} | {best[name] / ceiling:.2f} |")
+        ratio = ""
+        if baseline_row:  # of the bests, then of each round's pair (measured minutes apart)
+            rounds = ", ".join(
+                f"{rate / base:.2f}"
+                for rate, base in zip(rates[name], rates[baseline_row], strict=True)
+            )
+            ratio = f"{best[name] / best[baseline_row]:.2f} [{rounds}]"
+        print(f"| {name} | {best[name]:,.0f} | {ratio} | {best[name] / best[CEILING]:.2f} |")
     print(pufferlib_absence())
 
 
@@ -217,13 +222,14 @@ def measured_rows(
         SB3_2: (lambda: stable_baselines(steps, 2), SB3_2),
         "trainer, plain PPO, 1 runner x 2 envs": (
             lambda: training(steps, **shape(2), **PLAIN), SB3_2),
+        # the rows compared with SB3 8 envs right after it: the least time for the load to change
         SB3_8: (lambda: stable_baselines(steps, 8), SB3_8),
-        "Stable-Baselines3 PPO, 8 envs (SubprocVecEnv)": (
-            lambda: stable_baselines(steps, 8, processes=True), SB3_8),
-        "trainer, plain PPO, 2 runners x 4 envs (the default)": (
-            lambda: training(steps, **shape(8, 2), **PLAIN), SB3_8),
         "trainer defaults: 2 runners x 4 envs, all features": (
             lambda: training(steps, **shape(8, 2)), SB3_8),
+        "trainer, plain PPO, 2 runners x 4 envs (the default)": (
+            lambda: training(steps, **shape(8, 2), **PLAIN), SB3_8),
+        "Stable-Baselines3 PPO, 8 envs (SubprocVecEnv)": (
+            lambda: stable_baselines(steps, 8, processes=True), SB3_8),
     }  # fmt: skip
     if connectors:
         runs["trainer, plain PPO, 2 runners x 4 envs, RLlib's connectors"] = (
