@@ -13,7 +13,8 @@ baseline); ``--nodes`` adds plain PPO 2 runners x 4 envs on a Ray cluster starte
 ``ray start`` on this machine: one node with 2 CPUs, then two nodes with 1 CPU each (the same
 cores: the row shows the cost of a second node, not a speed-up). PufferLib is tried and its
 absence explained. Prints env steps/s and the ratio to SB3 (DummyVecEnv) with as many envs.
-``--rounds N`` measures every row N times, the rows interleaved (on a shared machine a burst
+``--feature-costs`` prints only the CPU time per env step of each feature on a runner's 4 envs
+stepped in this process. ``--rounds N`` measures every row N times, the rows interleaved (on a shared machine a burst
 of load then falls on several rows, not on one), and keeps each row's best.
 """
 
@@ -32,6 +33,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -100,6 +102,47 @@ def training(steps: int, ray_address: str = "", **overrides: object) -> float:
         on_iteration=lambda status: rates.append(status.steps_per_second)
     )
     return rates[-1]
+
+
+def feature_costs(steps: int) -> None:
+    """CPU time of the sampling thread per env step: the trainer's wrappers on a runner's 4
+    envs, stepped in this process with random actions (no RLlib, no Ray: a local archive)."""
+    import torch
+
+    from koholint.env.archive import Archive
+    from koholint.env.export import ExportQueue
+    from koholint.env.vector import make_vector_env
+    from koholint.env.wrappers.curiosity import CuriosityVectorWrapper
+    from koholint.store import open_store
+
+    torch.set_num_threads(1)
+    for features in ("none", "rnd", "go", "export", "rnd,go,export", "export every episode"):
+        exporter = ExportQueue(open_store(f"{tempfile.mkdtemp()}/store"))
+        every = 1 if features == "export every episode" else 20
+        wrap = functools.partial(_feature_wrappers, features, Archive(), {}, exporter, every)
+        curiosity = CuriosityVectorWrapper if "rnd" in features else None
+        vector = make_vector_env(4, wrap=wrap, wrap_vector=curiosity, **ENV)
+        vector.reset(seed=0)
+        actions = np.random.default_rng(0).integers(0, 9, size=(steps // 4, 4))
+        started = time.thread_time()
+        for action in actions:
+            vector.step(action)
+        cost = (time.thread_time() - started) / steps * 1e6
+        print(f"features {features}: {cost:.0f} us of sampling-thread CPU per env step")
+        exporter.close()
+        vector.close()
+
+
+def _feature_wrappers(features: str, archive: Any, known: dict[Any, int], exporter: Any,
+                      every: int, env: Any, index: int) -> Any:  # fmt: skip
+    """What wrap_train_env puts around env `index` (curiosity wraps the vector env)."""
+    from koholint.env.wrappers import GoExploreWrapper, LocalArchiveSource, SegmentRecorder
+
+    if "go" in features:
+        env = GoExploreWrapper(env, LocalArchiveSource(archive), restart_every=4, known=known)
+    if "export" in features:
+        env = SegmentRecorder(env, exporter, run="profile", every=every)
+    return env
 
 
 def pufferlib_absence() -> str:
@@ -178,8 +221,14 @@ def main() -> None:
     parser.add_argument("--connectors", action="store_true", help="add RLlib's default connectors")
     parser.add_argument("--nodes", action="store_true", help="add 1 node vs 2 nodes rows")
     parser.add_argument("--cluster", type=int, nargs="+", help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--feature-costs", action="store_true", help="only the per-step CPU cost of each feature"
+    )
     args = parser.parse_args()
     steps = args.steps
+    if args.feature_costs:
+        feature_costs(steps)
+        return
     if args.cluster:  # one cluster row, in a fresh process (see cluster_row)
         with local_cluster(args.cluster) as address:
             print(training(steps, ray_address=address, **shape(8, 2), **PLAIN))
