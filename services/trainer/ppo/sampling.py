@@ -54,7 +54,8 @@ def _sample(log_probabilities: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     # the first action whose cumulative probability exceeds the draw (scaled by the total,
     # which float32 rounding leaves a hair off 1); `<=` skips zero-probability actions
     actions = (cumulative <= uniforms * cumulative[:, -1:]).sum(axis=-1)
-    return np.minimum(actions, log_probabilities.shape[-1] - 1)  # the product may round up
+    chosen: np.ndarray = np.minimum(actions, log_probabilities.shape[-1] - 1)  # may round up
+    return chosen
 
 
 class LeanPPOModule(DefaultPPOTorchRLModule):

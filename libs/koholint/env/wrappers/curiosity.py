@@ -115,7 +115,7 @@ class CuriosityVectorWrapper(gym.vector.VectorWrapper):
         raw *= self.weight
         self._extrinsic[rows] += np.abs(extrinsic)
         budget = np.maximum(self.ratio * self._extrinsic[rows] - self._paid[rows], 0.0)
-        paid = np.minimum(np.maximum(raw, 0.0), budget)
+        paid: np.ndarray = np.minimum(np.maximum(raw, 0.0), budget)
         self._paid[rows] += paid
         return paid
 
