@@ -36,6 +36,8 @@ from koholint.env.zelda import Action, EnvConfig, EnvConfigError, ZeldaEnv, prog
 from koholint.game.states import STATE_NAMES
 from koholint.reward.features import encoder_version
 
+POLICY_STREAM = 1  # the second word of the policy's seed: its own stream (policy_rng)
+
 POLICY_SCHEMA_VERSION = 1
 POLICY_KIND = "koholint-policy"
 POLICY_JSON = "policy.json"
@@ -475,6 +477,15 @@ def _play_in_worker(seed: int) -> PlayedEpisode:
     )
 
 
+def policy_rng(seed: int) -> np.random.Generator:
+    """The policy's sampling stream for episode `seed`, independent of the env's:
+    ``env.reset(seed=seed)`` seeds the env's own generator with `seed`, and both draw one number
+    a step, so one shared stream would make the policy's draw equal the sticky-action draw every
+    step (an action not repeated always had a draw >= p, and the actions in the lowest p of the
+    policy's distribution were never played)."""
+    return np.random.default_rng([seed, POLICY_STREAM])
+
+
 def _play_episode(
     env: gym.Env[np.ndarray, Any],
     policy: TrainedPolicy,
@@ -483,7 +494,7 @@ def _play_episode(
     label: str,
 ) -> PlayedEpisode:
     zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
-    rng = np.random.default_rng(seed)
+    rng = policy_rng(seed)
     started = time.perf_counter()
     observation, info = env.reset(seed=seed)
     screens = [zelda.gameboy.render_now()] if settings.export else []

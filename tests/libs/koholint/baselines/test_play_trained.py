@@ -22,7 +22,10 @@ from koholint.baselines.trained import (
     PlaySettings,
     PolicyFileError,
     load_policy,
+    parse_start,
+    play_env,
     play_policy,
+    policy_rng,
     wilson_interval,
     write_policy,
 )
@@ -238,3 +241,19 @@ def test_worker_processes_play_the_same_episodes_in_seed_order(tmp_path):
     together = play_policy(up, replace(settings, workers=2)).episodes
     assert [replace(e, seconds=0) for e in together] == [replace(e, seconds=0) for e in alone]
     assert len({e.steps for e in alone}) > 1  # sticky actions made the seeds differ
+
+
+def test_the_policy_samples_from_its_own_stream_not_the_sticky_actions(tmp_path):
+    """A shared seed once made the policy's draw equal the env's sticky draw at every step: an
+    action not repeated always came from a draw >= p, so the lowest p of the policy's
+    distribution was never played (a trained policy won 0/20 that wins about half)."""
+    policy = load_policy(constant_policy(tmp_path, Action.UP))
+    settings = PlaySettings(start="start_of_play", episodes=1, sticky=0.25)
+    env = play_env(policy, settings, parse_start("start_of_play"))
+    try:
+        for seed in range(5):
+            env.reset(seed=seed)
+            env_draws = env.unwrapped.np_random.random(64)
+            assert not np.allclose(policy_rng(seed).random(64), env_draws)
+    finally:
+        env.close()
