@@ -257,3 +257,14 @@ def test_the_policy_samples_from_its_own_stream_not_the_sticky_actions(tmp_path)
             assert not np.allclose(policy_rng(seed).random(64), env_draws)
     finally:
         env.close()
+
+
+@pytest.mark.slow  # 5 episodes of ~600-900 steps on the real cartridge (~10 s)
+def test_the_committed_policy_wins_the_game_from_start_of_play():
+    """The robustified policy under benchmarks/results/win/policy-12m plays the whole game from
+    start_of_play with sticky actions 0.25 (its training settings) and wins: seeds 0-4 won in
+    its 100-episode evaluation, and episodes are deterministic per seed."""
+    policy = load_policy(REPO / "benchmarks/results/win/policy-12m")
+    result = play_policy(policy, PlaySettings(start="start_of_play", episodes=5))
+    assert [episode.won for episode in result.episodes] == [True] * 5
+    assert result.episodes[0].steps == 629  # the committed GIF's episode (seed 0)
