@@ -29,25 +29,44 @@ from torch import nn
 INTRINSIC_RATIO = 0.3
 
 
-class IntrinsicBudget:
-    """Pays intrinsic reward out of a budget of `ratio` times the extrinsic magnitude so far."""
+class IntrinsicBudgets:
+    """Pays intrinsic reward out of a budget of `ratio` times the extrinsic magnitude so far,
+    for `count` episodes side by side (one per env of a vector env)."""
 
-    def __init__(self, ratio: float = INTRINSIC_RATIO) -> None:
+    def __init__(self, count: int = 1, ratio: float = INTRINSIC_RATIO) -> None:
         if not 0.0 <= ratio <= 1.0:
             raise ValueError(f"ratio {ratio} must be within [0, 1]")
         self.ratio = ratio
-        self.reset()
+        self.extrinsic = np.zeros(count)  # |extrinsic| so far in each episode
+        self.paid = np.zeros(count)  # intrinsic paid so far in each episode
+
+    def reset(self, rows: Any = slice(None)) -> None:
+        """New episodes for `rows` (indices or a mask; all by default)."""
+        self.extrinsic[rows] = 0.0
+        self.paid[rows] = 0.0
+
+    def grant(self, rows: Any, extrinsic: Any, intrinsic: Any) -> np.ndarray:
+        """The intrinsic reward to pay `rows` this step (never negative, never over budget)."""
+        self.extrinsic[rows] += np.abs(extrinsic)
+        budget = np.maximum(self.ratio * self.extrinsic[rows] - self.paid[rows], 0.0)
+        paid: np.ndarray = np.minimum(np.maximum(intrinsic, 0.0), budget)
+        self.paid[rows] += paid
+        return paid
+
+
+class IntrinsicBudget:
+    """One episode's budget (``IntrinsicBudgets`` of one)."""
+
+    def __init__(self, ratio: float = INTRINSIC_RATIO) -> None:
+        self._budgets = IntrinsicBudgets(1, ratio)
+        self.ratio = ratio
 
     def reset(self) -> None:
-        self.extrinsic = 0.0
-        self.paid = 0.0
+        self._budgets.reset()
 
     def grant(self, extrinsic: float, intrinsic: float) -> float:
         """The intrinsic reward to pay this step (never negative, never over the budget)."""
-        self.extrinsic += abs(extrinsic)
-        paid = min(max(intrinsic, 0.0), max(self.ratio * self.extrinsic - self.paid, 0.0))
-        self.paid += paid
-        return paid
+        return float(self._budgets.grant(0, extrinsic, intrinsic))
 
 
 class RunningMeanStd:

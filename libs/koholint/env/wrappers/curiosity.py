@@ -8,7 +8,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from koholint.env.rnd import INTRINSIC_RATIO, IntrinsicBudget, Rnd, RndConfig
+from koholint.env.rnd import INTRINSIC_RATIO, IntrinsicBudget, IntrinsicBudgets, Rnd, RndConfig
 
 
 class CuriosityWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
@@ -79,12 +79,10 @@ class CuriosityVectorWrapper(gym.vector.VectorWrapper):
                 f"{mode}: build it with autoreset_mode=AutoresetMode.NEXT_STEP"
             )
         self.weight = weight
-        self.ratio = IntrinsicBudget(ratio).ratio  # validated there
         self.train_every = train_every
         self.rnd = Rnd(rnd)
         count = env.num_envs
-        self._extrinsic = np.zeros(count)  # |extrinsic| so far in each env's episode
-        self._paid = np.zeros(count)  # intrinsic paid so far in each env's episode
+        self.budgets = IntrinsicBudgets(count, ratio)  # one per env's episode
         self._resetting = np.zeros(count, np.bool_)  # the next step resets these envs
         self.last_step_reset = np.zeros(count, np.bool_)
         """the envs that the last step reset (paid nothing: their episodes had ended)"""
@@ -92,14 +90,14 @@ class CuriosityVectorWrapper(gym.vector.VectorWrapper):
         self._buffered = 0
 
     def reset(self, **kwargs: Any) -> tuple[Any, dict[str, Any]]:
-        self._extrinsic[:] = self._paid[:] = 0.0
+        self.budgets.reset()
         self._resetting[:] = self.last_step_reset[:] = False
         return self.env.reset(**kwargs)
 
     def step(self, actions: Any) -> tuple[Any, Any, Any, Any, dict[str, Any]]:
         observations, rewards, terminations, truncations, infos = self.env.step(actions)
         resetting = self.last_step_reset = self._resetting
-        self._extrinsic[resetting] = self._paid[resetting] = 0.0  # a new episode, a new budget
+        self.budgets.reset(resetting)  # a new episode, a new budget
         self._resetting = np.logical_or(terminations, truncations)
         rows = np.flatnonzero(~resetting)
         if rows.size:
@@ -110,14 +108,9 @@ class CuriosityVectorWrapper(gym.vector.VectorWrapper):
         return observations, rewards, terminations, truncations, infos
 
     def _pay(self, rows: np.ndarray, extrinsic: np.ndarray, observations: np.ndarray) -> np.ndarray:
-        """The intrinsic reward paid to each of `rows` (IntrinsicBudget.grant, per env)."""
+        """The intrinsic reward paid to each of `rows`, each within its own episode's budget."""
         raw = self.rnd.stream_intrinsic_rewards(observations, rows.tolist()).astype(np.float64)
-        raw *= self.weight
-        self._extrinsic[rows] += np.abs(extrinsic)
-        budget = np.maximum(self.ratio * self._extrinsic[rows] - self._paid[rows], 0.0)
-        paid: np.ndarray = np.minimum(np.maximum(raw, 0.0), budget)
-        self._paid[rows] += paid
-        return paid
+        return self.budgets.grant(rows, extrinsic, raw * self.weight)
 
     def _train_on(self, observations: np.ndarray) -> None:
         self._buffer.append(observations)
