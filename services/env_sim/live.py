@@ -13,18 +13,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import struct
 import threading
 import time
-import zlib
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-import numpy as np
 from pydantic import BaseModel, Field, StrictBool
 from starlette.types import Receive, Scope, Send
 
 from koholint.baselines.policies import POLICY_NAMES, make_policy
+from koholint.game.png import encode_png
 from koholint.schemas.fields import JsonFloat, Seed
 from koholint.web.problems import UnprocessableError
 from koholint.web.streaming import StreamSlots, send_chunk, start_stream, until_disconnect
@@ -114,7 +112,7 @@ class FrameFeed:
         return bool(self._wakers) and time.monotonic() >= self._next_due
 
     def publish_rgb(self, rgb: Any, game_frame: int) -> None:
-        self.publish(encode_live_png(rgb), game_frame)
+        self.publish(encode_png(rgb, LIVE_PNG_LEVEL), game_frame)
 
     def publish(self, png: bytes, game_frame: int) -> None:
         sequence = self.latest[0] + 1 if self.latest else 1
@@ -138,26 +136,6 @@ class FrameFeed:
 
     def detach(self, waker: asyncio.Event) -> None:
         self._wakers.discard(waker)
-
-
-def encode_live_png(rgb: np.ndarray) -> bytes:
-    """PNG bytes of an (height, width, 3) uint8 frame, compressed for speed."""
-    height, width, _ = rgb.shape
-    rows = np.zeros((height, width * 3 + 1), dtype=np.uint8)  # filter byte 0 per row
-    rows[:, 1:] = rgb.reshape(height, width * 3)
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    idat = zlib.compress(rows.tobytes(), LIVE_PNG_LEVEL)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + _chunk(b"IHDR", header)
-        + _chunk(b"IDAT", idat)
-        + _chunk(b"IEND", b"")
-    )
-
-
-def _chunk(kind: bytes, data: bytes) -> bytes:
-    crc = zlib.crc32(kind + data) & 0xFFFFFFFF
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", crc)
 
 
 class LiveStreams(StreamSlots):

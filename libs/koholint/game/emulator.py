@@ -143,6 +143,11 @@ class GameBoy:
         """The last rendered frame as a (144, 160, 3) uint8 array (tick with render=True first)."""
         return self._pyboy.screen.ndarray[:, :, :3].copy()
 
+    def screen_rgba(self):  # type: ignore[no-untyped-def]
+        """The last rendered frame as PyBoy keeps it, (144, 160, 4) uint8, copied in one block
+        (cheaper than dropping the alpha: for a caller that encodes it later)."""
+        return self._pyboy.screen.ndarray.copy()
+
     def render_now(self):  # type: ignore[no-untyped-def]
         """The screen as it stands, without advancing the game: render the next frame from a
         copy of the state, then put the state (and the frame count) back."""

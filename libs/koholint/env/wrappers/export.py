@@ -66,7 +66,7 @@ class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
                               "observation": np.asarray(observation, np.float32).tolist(),
                               "state": state})  # fmt: skip
         if self.frames:  # the RGBA screen, copied in one block; the queue's thread encodes it
-            segment.frames.append(game.gameboy._pyboy.screen.ndarray.copy())  # type: ignore[attr-defined]
+            segment.frames.append(game.gameboy.screen_rgba())  # type: ignore[attr-defined]
         if len(segment.steps) >= self.segment_steps:
             self.exporter.offer(segment)
             self._segment = Segment(segment.run, segment.episode, segment.index + 1)
