@@ -12,7 +12,9 @@ how each episode ended.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from trainer.ppo.config import TrainConfig
 
 MAX_TRAJECTORY_BYTES = 1_000_000
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,21 @@ class CurriculumActor:
 
     def __init__(self, settings: CurriculumSettings) -> None:
         self.curriculum = build_curriculum(settings)
+        self.trajectory_sha256 = hashlib.sha256(read_trajectory(settings.trajectory)).hexdigest()
+
+    def state(self) -> dict[str, Any]:
+        """For the checkpoint: the position, and which trajectory it is a position on."""
+        return {**self.curriculum.state(), "trajectory_sha256": self.trajectory_sha256}
+
+    def restore(self, state: dict[str, Any]) -> bool:
+        """Continue where a checkpoint's curriculum was; False (from the end) if it was over
+        another trajectory."""
+        if state.get("trajectory_sha256") != self.trajectory_sha256:
+            logger.warning("the checkpoint's curriculum was over another trajectory: "
+                           "starting from its end", extra={"event": "curriculum_not_restored"})  # fmt: skip
+            return False
+        self.curriculum.restore(state)
+        return True
 
     def start(self, seed: int) -> Start:
         return self.curriculum.start(seed)

@@ -191,7 +191,10 @@ class TrainingRun:
         ledger: CheckpointLedger,
         run_dir: Path,
     ) -> int:
-        """Continue from the checkpoint: weights, step count, iterations and the curve so far."""
+        """Continue from the checkpoint: weights, step count, iterations, the curve so far, and
+        the curriculum's position."""
+        import ray
+
         owner = CheckpointLedger(store, record.run)
         folder = owner.download(record, Path(tempfile.mkdtemp(dir=run_dir)))
         algo.restore_from_path(str(folder))
@@ -200,6 +203,8 @@ class TrainingRun:
             state = json.loads(saved.read_text())
             self.status.iterations = int(state["iterations"])
             self.curve = [p for p in state["curve"] if p["env_steps"] <= record.step]
+            if self._curriculum is not None and "curriculum" in state:
+                ray.get(self._curriculum.restore.remote(state["curriculum"]))
         self.status.env_steps = record.step
         self.status.checkpoints = len(ledger.records)
         return record.step
@@ -244,6 +249,8 @@ class TrainingRun:
             algo.save_to_path(directory)
             settings = self.config.model_dump(mode="json")
             state = {"iterations": self.status.iterations, "curve": self.curve, "config": settings}
+            if self._curriculum is not None:  # a resumed run goes on from here, not the end
+                state["curriculum"] = ray.get(self._curriculum.state.remote())
             (Path(directory) / RUN_STATE_FILE).write_text(json.dumps(state))
             # The small policy file `koholint play --policy checkpoint:...` reads (no Ray needed);
             # the checkpoint is whole without it (`koholint export-policy` rebuilds it): no crash.

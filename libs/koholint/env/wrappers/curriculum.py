@@ -5,7 +5,10 @@ Backward curriculum (Salimans & Chen 2018, as Go-Explore robustified its traject
 episodes start from states of the winning trajectory near its end; when the share of
 episodes from the current start that win passes `threshold` (over the last `window`
 episodes from there), the start moves `move_by` steps earlier, until the policy wins from
-the beginning. Swarming (the Pokémon Red agent's, and the closest Zelda project's "advancing
+the beginning. The move is made as soon as the wins alone reach ``threshold * window``: the
+window's share can no longer fall below the threshold, so the decision is the one a full
+window would give, without waiting for the episodes that cannot change it (at 0.1 of 20 and
+a policy that wins half the time, after ~4 episodes instead of 20). Swarming (the Pokémon Red agent's, and the closest Zelda project's "advancing
 checkpoint"): when any env reaches a progress level higher than any before, its state
 becomes the swarm state, and a share of episodes start there.
 
@@ -15,6 +18,7 @@ Both are shared by every env of a run through a source (``CurriculumSource``): i
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -103,6 +107,7 @@ class LocalCurriculum:
         self.position = len(self.demo) - 1
         """index into `demo` of the current start; -1 = the env's own start (done)"""
         self._results: deque[bool] = deque(maxlen=window)
+        self._wins_to_move = math.ceil(threshold * window - 1e-9)
         self._swarm: tuple[int, bytes] | None = None
         self.moves: list[int] = []
         """the demo step of every start the curriculum moved to, in order"""
@@ -129,7 +134,7 @@ class LocalCurriculum:
         if step != self.start_step or step < 0:
             return  # an episode from an older start, or from the swarm
         self._results.append(won)
-        if len(self._results) == self.window and self.success_rate() >= self.threshold:
+        if self.position >= 0 and sum(self._results) >= self._wins_to_move:
             self._move_earlier()
 
     def success_rate(self) -> float:
@@ -141,6 +146,32 @@ class LocalCurriculum:
             self.position -= 1
         self._results.clear()
         self.moves.append(self.start_step)
+
+    def state(self) -> dict[str, Any]:
+        """Where the curriculum is, for a checkpoint (the swarm state is not kept)."""
+        return {
+            "position": self.position, "demo_states": len(self.demo),
+            "demo_length": self.demo_length, "moves": list(self.moves),
+            "results": list(self._results),
+        }  # fmt: skip
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Continue from `state()` of a curriculum over the same demo (a resumed run would
+        otherwise walk the whole curriculum back from the end)."""
+        shape = (state.get("demo_states"), state.get("demo_length"))
+        if shape != (len(self.demo), self.demo_length):
+            raise ValueError(
+                f"the saved curriculum has {shape[0]} states of a {shape[1]}-step demo, this one "
+                f"{len(self.demo)} of {self.demo_length}: it was saved over another trajectory"
+            )
+        position = int(state["position"])
+        if not -1 <= position < len(self.demo):
+            raise ValueError(
+                f"saved curriculum position {position} is not in -1..{len(self.demo) - 1}"
+            )
+        self.position = position
+        self.moves = [int(step) for step in state.get("moves", [])]
+        self._results = deque((bool(won) for won in state.get("results", [])), maxlen=self.window)
 
     def offer(self, level: int, state: bytes) -> None:
         if self._swarm is None or level > self._swarm[0]:

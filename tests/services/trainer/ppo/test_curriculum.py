@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
 import pytest
 
 from koholint.env.zelda import Action
+from koholint.store import LocalStore
+from trainer.ledger import RUN_STATE_FILE, CheckpointLedger
 from trainer.ppo.config import Deployment, TrainConfigError, resolve
 from trainer.ppo.curriculum import CurriculumSettings, build_curriculum, read_trajectory
 from trainer.ppo.run import TrainingRun
+
+WIN_DIRECTORY = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
 
 
 def test_a_trajectory_file_builds_the_curriculum_at_its_end(tmp_path: Path):
@@ -95,3 +100,42 @@ def test_the_episode_budget_follows_the_time_factor(tmp_path: Path):
         resolve(
             {"phase": "robustify", "curriculum_trajectory": "a", "curriculum_time_factor": 0}, {}
         )
+
+
+@pytest.mark.slow
+def test_a_resumed_robustification_goes_on_from_the_checkpoints_start(tmp_path: Path):
+    """A real run on the last steps of a committed win (random play wins there about half
+    the time, so the start moves); the checkpoint keeps the position, and the resumed run
+    starts its episodes there instead of walking the curriculum back from the end."""
+    trajectory = WIN_DIRECTORY / "explore-seed0-short.actions"
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    tiny = {
+        "run": "robust", "phase": "robustify", "curriculum_trajectory": str(trajectory),
+        "planner": "rules", "total_env_steps": 1024, "num_env_runners": 0,
+        "envs_per_env_runner": 1, "train_batch_size": 256, "minibatch_size": 64, "num_epochs": 1,
+        "rollout_fragment_length": 128, "export_every_episodes": 0,
+        "checkpoint_every_iterations": 2, "curiosity_weight": 0.0,
+    }  # fmt: skip
+    first = TrainingRun(resolve(tiny, {}), deployment).run()
+    assert first.state == "finished"
+    ledger = CheckpointLedger(LocalStore(deployment.store_url), "robust")
+    last = ledger.records[-1]
+    folder = ledger.download(last, tmp_path / "checkpoint")
+    saved = json.loads((folder / RUN_STATE_FILE).read_text())["curriculum"]
+    assert saved["trajectory_sha256"] == hashlib.sha256(trajectory.read_bytes()).hexdigest()
+    assert saved["moves"], "random play wins half the time from 2 steps before the credits"
+    demo_end = 728  # the last demo state (every 8 steps) of the 730-step win
+    saved_start = saved["moves"][-1]
+    assert saved_start < demo_end
+    assert first.curriculum["start_step"] == saved_start
+
+    seen: list[dict[str, float]] = []
+    # Resumed where a fresh curriculum could not move (20 wins of 20 needed): it would start at the end.
+    resumed = {**tiny, "resume_from": last.name, "total_env_steps": last.step + 256,
+               "curriculum_threshold": 1.0}  # fmt: skip
+    again = TrainingRun(resolve(resumed, {}), deployment).run(
+        on_iteration=lambda status: seen.append(dict(status.curriculum))
+    )
+    assert again.state == "finished"
+    assert seen[0]["start_step"] == saved_start  # not back at the end
+    assert seen[0]["moves"] == len(saved["moves"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -21,24 +22,59 @@ WIN_DIRECTORY = Path(__file__).parents[5] / "benchmarks" / "results" / "win"
 DEMO = [DemoState(step, f"state-{step}".encode()) for step in (0, 8, 16, 24, 32)]
 
 
-def test_the_start_moves_earlier_when_enough_episodes_win():
+def test_the_start_moves_earlier_as_soon_as_enough_episodes_win():
     curriculum = LocalCurriculum(DEMO, 40, threshold=0.5, window=4, move_by=8)
     start = curriculum.start(seed=0)
     assert (start.state, start.step) == (b"state-32", 32)
     assert start.budget == 2 * (40 - 32) + 64  # time_factor x what the demo took, plus slack
-    for won in (True, False, True):
-        curriculum.report(32, won)
-    assert curriculum.start_step == 32  # the window is not full yet
-    curriculum.report(32, False)  # 2 of 4 = the threshold
+    curriculum.report(32, True)
+    curriculum.report(32, False)
+    assert curriculum.start_step == 32  # 1 win: the window of 4 could still end below 2
+    curriculum.report(32, True)  # 2 wins: 2 of 4 at least, whatever the fourth episode does
     assert curriculum.start_step == 24
     assert curriculum.moves == [24]
     curriculum.report(32, True)  # an episode from the old start does not count
     assert curriculum.success_rate() == 0.0
-    for _ in range(4 * 4):
+    for _ in range(4 * 2):
         curriculum.report(curriculum.start_step, True)
     assert curriculum.start_step == 0
     assert curriculum.start(seed=1).state is None  # the env's own start: the curriculum is done
+    for _ in range(6):  # wins from the env's own start count, but there is nowhere to move
+        curriculum.report(0, True)
     assert curriculum.moves == [24, 16, 8, 0, 0]
+    assert curriculum.success_rate() == 1.0
+
+
+@pytest.mark.parametrize(("threshold", "window"), [(0.1, 20), (0.2, 20), (0.5, 4), (0.3, 7)])
+def test_moving_early_decides_as_a_full_window_would(threshold, window):
+    """Over random outcomes, the start has moved by the window's last episode exactly when
+    the full window's share reaches the threshold."""
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        outcomes = rng.random(window) < rng.uniform(0.0, 0.6)
+        curriculum = LocalCurriculum(DEMO, 40, threshold=threshold, window=window)
+        for won in outcomes:
+            curriculum.report(curriculum.start_step, bool(won))
+            if curriculum.start_step != 32:
+                break
+        assert (curriculum.start_step != 32) == (outcomes.mean() >= threshold - 1e-12)
+
+
+def test_the_position_survives_a_checkpoint():
+    curriculum = LocalCurriculum(DEMO, 40, threshold=0.5, window=4, move_by=8)
+    for won in (True, True, False, True):
+        curriculum.report(curriculum.start_step, won)
+    saved = json.loads(json.dumps(curriculum.state()))
+    restored = LocalCurriculum(DEMO, 40, threshold=0.5, window=4, move_by=8)
+    restored.restore(saved)
+    assert (restored.start_step, restored.moves) == (24, [24])
+    assert restored.success_rate() == curriculum.success_rate() == 0.5
+    restored.report(24, True)  # the saved win and this one: the next move
+    assert restored.start_step == 16
+    with pytest.raises(ValueError, match="another trajectory"):
+        LocalCurriculum(DEMO[:4], 32).restore(saved)
+    with pytest.raises(ValueError, match="position 9"):
+        LocalCurriculum(DEMO, 40).restore({**saved, "position": 9})
 
 
 def test_a_low_success_rate_keeps_the_start():
