@@ -17,6 +17,14 @@ env steps over `--workers` processes, and writes `<out>/explore.json`: per seed,
 to the win and to each milestone, cells, wall time, and whether the winning trajectory
 replays to the credits; `<out>/explore-seed<N>.actions` keeps each win.
 
+`robustify` is phase 2 (``koholint train --phase robustify``, the recipe in ``ROBUSTIFY``)
+for `--steps`; then each checkpoint's policy (~every 250k steps) plays `--episodes`
+episodes from `start_of_play`, in order, until one wins 90% of them (the goal), and the
+last: `evaluations` and `steps_to_goal` in `<out>/robustify.json`.
+
+    .venv/bin/python benchmarks/bench_learning.py --config robustify --steps 5000000 --seed 0 \
+        --out benchmarks/results/win
+
 `evaluate` is phase 2's measure: a trained policy (`--policy`: a checkpoint folder or a
 policy folder, ``koholint.baselines.trained``) plays `--episodes` episodes (seeds 0..N-1,
 in `--workers` processes; the seeds fix the results) from `start_of_play` and from power-on with sticky actions `--sticky` (0.25), and from each
@@ -42,6 +50,15 @@ import numpy as np
 from koholint.env.zelda import MILESTONES, ZeldaEnv
 
 EPISODE = 1024
+ROBUSTIFY: dict[str, Any] = {
+    "phase": "robustify", "planner": "rules", "sil_weight": 0.1, "curiosity_weight": 0.0,
+    "env": {"reward_mode": "progress", "max_episode_steps": 2048,
+            "reward_weights": {"new_room": 0.0, "rupee": 0.0, "kill": 0.0}},
+    "gamma": 0.999, "curriculum_threshold": 0.1, "curriculum_time_factor": 3.0,
+    "curriculum_trajectory": "benchmarks/results/win/explore-seed0-health-short.actions",
+    "checkpoint_every_iterations": 244,
+}  # fmt: skip
+GOAL_WIN_RATE = 0.9
 PPO_CONFIGS: dict[str, dict[str, Any]] = {
     "ppo": {
         "env": {"reward_mode": "progress"},
@@ -53,20 +70,11 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
     "full": {"curiosity_weight": 1.0, "archive_restart_every": 4},  # + the archive
     # + hybrid control: the rules planner takes dialogs and the block puzzle
     "full+planner": {"curiosity_weight": 1.0, "archive_restart_every": 4, "planner": "rules"},
-    # Go-Explore phase 2: the backward curriculum over phase 1's win (seed 0), SIL 0.1
-    "robustify": {
-        "phase": "robustify",
-        "planner": "rules",
-        "sil_weight": 0.1,
-        "curriculum_trajectory": "benchmarks/results/win/explore-seed0.actions",
-    },
-    "robustify+swarm": {
-        "phase": "robustify",
-        "planner": "rules",
-        "sil_weight": 0.1,
-        "curriculum_trajectory": "benchmarks/results/win/explore-seed0.actions",
-        "swarm_share": 0.25,
-    },
+    # Go-Explore phase 2: the backward curriculum over phase 1's win (prefer-health, seed 0,
+    # shortened), SIL 0.1, on the route's progress alone (no rooms, rupees or kills: each
+    # paid a detour, BENCHMARKS.md), gamma 0.999, a policy checkpoint every ~250k steps
+    "robustify": ROBUSTIFY,
+    "robustify+swarm": {**ROBUSTIFY, "swarm_share": 0.25},
 }
 WINDOW = 100
 
@@ -102,7 +110,9 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
     return float(np.mean([float(row[key]) for row in rows])) if rows else 0.0
 
 
-def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> dict[str, Any]:
+def train(
+    config_name: str, steps: int, seed: int, workers: int, envs: int, episodes: int = 100
+) -> dict[str, Any]:
     from trainer.ppo.config import Deployment, resolve
     from trainer.ppo.run import TrainingRun
 
@@ -124,13 +134,40 @@ def train(config_name: str, steps: int, seed: int, workers: int, envs: int) -> d
     elapsed = time.perf_counter() - started
     if status.state != "finished":
         raise RuntimeError(f"{config_name}: the run ended {status.state}: {status.error}")
-    return {
+    result = {
         "rooms": status.rooms_mean, "cells": status.cells_mean, "win_rate": status.win_rate,
         "reached": {m: status.reached.get(m, 0.0) for m in MILESTONES},
         "archive_cells": status.archive_cells, "steps_per_second": status.steps_per_second,
         "wall_s": elapsed, "env_steps": status.env_steps, "curve": run.curve,
-        "curriculum": status.curriculum,
+        "curriculum": status.curriculum, "store": deployment.store_url, "run": config.run,
     }  # fmt: skip
+    if config.phase == "robustify":
+        result.update(
+            evaluate_checkpoints(Path(deployment.store_url), config.run, episodes, workers)
+        )
+    return result
+
+
+def evaluate_checkpoints(store: Path, run: str, episodes: int, workers: int) -> dict[str, Any]:
+    """Phase 2's goal measured along the run: each checkpoint's policy from `start_of_play`
+    (sticky 0.25 as trained, `episodes` seeded episodes) in order, up to the first that wins
+    GOAL_WIN_RATE of them, and the last."""
+    from koholint.baselines.trained import PlaySettings, load_policy, play_policy
+
+    folders = sorted(
+        (f for f in (store / "checkpoints" / run).iterdir() if f.name.isdigit()),
+        key=lambda f: int(f.name),
+    )
+    rows: list[dict[str, Any]] = []
+    for folder in folders:
+        if rows and rows[-1]["win_rate"] >= GOAL_WIN_RATE and folder != folders[-1]:
+            continue
+        report = play_policy(load_policy(folder), PlaySettings(episodes=episodes, workers=workers))
+        row = {"env_steps": int(folder.name), "wins": report.wins, "win_rate": report.win_rate}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+    reached = [row["env_steps"] for row in rows if row["win_rate"] >= GOAL_WIN_RATE]
+    return {"evaluations": rows, "steps_to_goal": reached[0] if reached else None}
 
 
 def explore_seeds(steps: int, seeds: list[int], workers: int, out: Path) -> dict[str, Any]:
@@ -233,7 +270,8 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/learning"))
     parser.add_argument("--plot", action="store_true")
     parser.add_argument("--policy", type=Path, help="evaluate: a checkpoint or policy folder")
-    parser.add_argument("--episodes", type=int, default=100, help="evaluate: episodes per start")
+    parser.add_argument("--episodes", type=int, default=100,
+                        help="evaluate, robustify: episodes per start / per checkpoint")  # fmt: skip
     parser.add_argument("--sticky", type=float, default=0.25, help="evaluate: sticky actions")
     parser.add_argument("--demo", nargs="*", default=[],
                         help="evaluate: also from these <trajectory.actions>@<step> starts")  # fmt: skip
@@ -253,7 +291,9 @@ def main() -> None:
         if args.config == "random":
             result = random_play(args.steps, args.seed)
         else:
-            result = train(args.config, args.steps, args.seed, args.workers, args.envs)
+            result = train(
+                args.config, args.steps, args.seed, args.workers, args.envs, args.episodes
+            )
         result.update(config=args.config, seed=args.seed)
         (args.out / f"{args.config}.json").write_text(json.dumps(result, indent=1))
         summary = {k: v for k, v in result.items() if k != "curve"}
