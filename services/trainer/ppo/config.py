@@ -212,6 +212,9 @@ class TrainConfig(BaseModel):
     """robustify: steps of the trajectory the start moves earlier each time"""
     swarm_share: float = Field(0.0, ge=0, lt=1)
     """robustify: share of episodes that start at the best progress level any env reached"""
+    curriculum_review_share: float = Field(0.0, ge=0, lt=1)
+    """robustify: share of episodes that start at a random trajectory state later than the
+    current start (the route already learned, practised again so it is not forgotten)"""
     curriculum_time_factor: float = Field(2.0, gt=0, le=100)
     """robustify: an episode from demo step s may take this times (length - s), plus 64, steps"""
     curriculum_end_on_death: bool = True

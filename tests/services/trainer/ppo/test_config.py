@@ -70,6 +70,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "phase": ("explore", "both", "both"),
         "curriculum_trajectory": ("a/win.actions", "b/win.actions", "b/win.actions"),
         "swarm_share": ("0.25", "0.5", 0.5),
+        "curriculum_review_share": ("0.25", "0.5", 0.5),
     }
     if name in special:
         return special[name]

@@ -96,6 +96,30 @@ def test_swarming_sends_a_share_of_episodes_to_the_best_level():
     assert 0.18 < len(swarmed) / len(starts) < 0.32
 
 
+def test_review_starts_a_share_of_episodes_on_the_route_already_learned():
+    curriculum = LocalCurriculum(DEMO, 40, threshold=0.5, window=2, review_share=0.5)
+    assert {curriculum.start(seed).step for seed in range(50)} == {32}  # nothing learned yet
+    curriculum.report(32, True)
+    curriculum.report(32, True)
+    curriculum.report(24, True)
+    curriculum.report(24, True)  # the start is 16: 24 and 32 were learned
+    starts = [curriculum.start(seed) for seed in range(400)]
+    steps = [start.step for start in starts]
+    assert set(steps) == {16, 24, 32}
+    assert 0.4 < steps.count(16) / len(steps) < 0.6
+    assert abs(steps.count(24) - steps.count(32)) < 60  # uniform over what was learned
+    review = next(start for start in starts if start.step == 24)
+    assert (review.state, review.budget) == (b"state-24", 2 * (40 - 24) + 64)
+    curriculum.report(24, True)
+    curriculum.report(32, True)  # wins from review starts do not move the curriculum
+    assert curriculum.start_step == 16
+    assert curriculum.success_rate() == 0.0
+    for _ in range(6):
+        curriculum.report(curriculum.start_step, True)
+    assert curriculum.position == -1  # done: the env's own start, or review on the whole route
+    assert {curriculum.start(seed).step for seed in range(200)} == {0, 8, 16, 24, 32}
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -103,6 +127,7 @@ def test_swarming_sends_a_share_of_episodes_to_the_best_level():
         ({"demo": DEMO[::-1], "demo_length": 40}, "trajectory order"),
         ({"demo": DEMO, "demo_length": 40, "threshold": 0.0}, "threshold"),
         ({"demo": DEMO, "demo_length": 40, "swarm_share": 1.0}, "swarm_share"),
+        ({"demo": DEMO, "demo_length": 40, "review_share": -0.1}, "review_share"),
     ],
 )
 def test_bad_settings_name_the_fix(settings, message):
