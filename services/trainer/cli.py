@@ -10,6 +10,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -66,11 +67,15 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 2
     log = Path(deployment.run_dir).resolve() / config.run / "ray-driver.log"
     try:
-        with stderr_to(log):
+        with stderr_to(log), _stop_on_interrupt(run):
             total = (
                 config.explore_env_steps if config.phase == "explore" else config.total_env_steps
             )
             status = run.run(on_iteration=_progress(total))
+    except KeyboardInterrupt:
+        print(f"\nkoholint train: aborted; the last checkpoint stands (details: {log})",
+              file=sys.stderr)  # fmt: skip
+        return 130
     except TrainConfigError as error:
         print(f"\nkoholint train: {error}", file=sys.stderr)
         return 2
@@ -79,6 +84,25 @@ def cmd_train(args: argparse.Namespace) -> int:
         return 1
     _summary(status, deployment.run_dir)
     return 0
+
+
+@contextlib.contextmanager
+def _stop_on_interrupt(run: Any) -> Iterator[None]:
+    """The first Ctrl-C (SIGINT) stops the run after its iteration, with a checkpoint and the
+    summary; a second one aborts at once."""
+
+    def stop(signum: int, frame: Any) -> None:
+        # on stdout, beside the progress bar: stderr goes to the run's log while Ray runs
+        print("\nkoholint train: stopping after this iteration, with a checkpoint "
+              "(Ctrl-C again to abort)", flush=True)  # fmt: skip
+        run.stop()
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+    previous = signal.signal(signal.SIGINT, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 @contextlib.contextmanager

@@ -4,6 +4,7 @@ progress bar, and nothing left behind (no ~/.ray, no ~/ray_results, no Ray proce
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -104,3 +105,30 @@ def test_a_killed_driver_leaves_no_ray_process(tmp_path: Path):
             break
         time.sleep(0.2)
     assert not processes_mentioning(session.name)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_run_with_a_checkpoint_and_the_summary(tmp_path: Path):
+    home = tmp_path / "home"
+    home.mkdir()
+    command = [KOHOLINT, "train", "--run", "stopped", "--steps", "1000000", "--workers", "1",
+               "--envs", "1", "--batch", "256", "--minibatch", "64", "--num-epochs", "1",
+               "--checkpoint-every-iterations", "1000", "--export-every-episodes", "0",
+               "--store", str(tmp_path / "store"), "--run-dir", str(tmp_path / "runs")]  # fmt: skip
+    driver = subprocess.Popen(command, env={**os.environ, "HOME": str(home)},
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    try:
+        assert driver.stdout is not None
+        assert driver.stdout.read(2) == b"\r["  # training
+        driver.send_signal(signal.SIGINT)
+        out, err = driver.communicate(timeout=120)
+    finally:
+        driver.kill()
+    text = out.decode()
+    assert driver.returncode == 0, err.decode()
+    assert "stopping after this iteration, with a checkpoint" in text
+    assert "run stopped: stopped after" in text
+    assert "Traceback" not in text + err.decode()
+    checkpoints = [p for p in (tmp_path / "store" / "checkpoints" / "stopped").iterdir()
+                   if p.name.isdigit()]  # fmt: skip
+    assert len(checkpoints) == 1  # the stop's own: the first periodic one is 1,000 iterations away
