@@ -137,8 +137,9 @@ def _phase_progress(status: Any) -> str:
     """Phase 1: the archive's best level; robustify: where episodes start on the demo."""
     if status.curriculum:
         position = status.curriculum
+        walk = f"  pass {position['pass']:.0f}" if position.get("pass", 1) > 1 else ""
         return (f"  start {position['start_step']:.0f}/{position['demo_length']:.0f}"
-                f"  wins there {position['success_rate']:.2f}")  # fmt: skip
+                f"  wins there {position['success_rate']:.2f}{walk}")  # fmt: skip
     if status.explore_milestones:
         return f"  level {status.archive_level}"
     return ""

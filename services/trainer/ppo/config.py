@@ -212,6 +212,9 @@ class TrainConfig(BaseModel):
     """robustify: steps of the trajectory the start moves earlier each time"""
     swarm_share: float = Field(0.0, ge=0, lt=1)
     """robustify: share of episodes that start at the best progress level any env reached"""
+    curriculum_passes: int = Field(1, ge=1, le=100)
+    """robustify: walks of the route from the end; a new one starts when the policy wins from
+    the beginning (threshold), until this many were made"""
     curriculum_review_share: float = Field(0.0, ge=0, lt=1)
     """robustify: share of episodes that start at a random trajectory state later than the
     current start (the route already learned, practised again so it is not forgotten)"""

@@ -52,6 +52,8 @@ class CurriculumSettings:
     """share of episodes that start at the best progress level any env has reached"""
     review_share: float = 0.0
     """share of episodes that start at a random demo state later than the current start"""
+    passes: int = 1
+    """walks of the route from the end (a new one when the policy wins from the beginning)"""
     time_factor: float = 2.0
     """an episode from demo step s may take time_factor * (length - s) + 64 steps"""
     max_episode_steps: int = 4096
@@ -80,7 +82,8 @@ def build_curriculum(settings: CurriculumSettings) -> LocalCurriculum:
     return LocalCurriculum(
         demo, len(actions), threshold=settings.threshold, window=settings.window,
         move_by=settings.move_by, swarm_share=settings.swarm_share,
-        review_share=settings.review_share, time_factor=settings.time_factor,
+        review_share=settings.review_share, passes=settings.passes,
+        time_factor=settings.time_factor,
         max_episode_steps=settings.max_episode_steps,
     )  # fmt: skip
 
@@ -125,7 +128,7 @@ class CurriculumActor:
         return {
             "start_step": curriculum.start_step, "demo_length": curriculum.demo_length,
             "success_rate": curriculum.success_rate(), "moves": len(curriculum.moves),
-            "swarm_level": curriculum.swarm_level(),
+            "swarm_level": curriculum.swarm_level(), "pass": curriculum.pass_number,
         }  # fmt: skip
 
 
@@ -159,7 +162,8 @@ def start_curriculum(config: TrainConfig) -> Any:
     settings = CurriculumSettings(
         config.curriculum_trajectory, threshold=config.curriculum_threshold,
         move_by=config.curriculum_move_by, swarm_share=config.swarm_share,
-        review_share=config.curriculum_review_share, time_factor=config.curriculum_time_factor, max_episode_steps=config.env.max_episode_steps,
+        review_share=config.curriculum_review_share, passes=config.curriculum_passes,
+        time_factor=config.curriculum_time_factor, max_episode_steps=config.env.max_episode_steps,
     )  # fmt: skip
     name = curriculum_actor_name(config.run)
     return CurriculumActor.options(name=name).remote(settings)  # type: ignore[attr-defined]

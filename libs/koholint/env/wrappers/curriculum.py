@@ -10,6 +10,12 @@ window's share can no longer fall below the threshold, so the decision is the on
 window would give, without waiting for the episodes that cannot change it (at 0.1 of 20 and
 a policy that wins half the time, after ~4 episodes instead of 20).
 
+With `passes` > 1, once the start has reached the beginning and wins there, the curriculum
+walks the route again from the end, with the policy it has now (the run that reached 0.93
+at 9.5M steps had walked back from the end five times, each resume restarting it, and
+reached the beginning twice; two clean runs that walked it once won 4-25% from the
+beginning at 6-10M steps).
+
 Swarming (the Pokémon Red agent's, and the closest Zelda project's "advancing checkpoint"):
 when any env reaches a progress level higher than any before, its state becomes the swarm
 state, and a share of episodes start there. Review: a share of episodes
@@ -91,6 +97,7 @@ class LocalCurriculum:
         move_by: int = 1,
         swarm_share: float = 0.0,
         review_share: float = 0.0,
+        passes: int = 1,
         time_factor: float = 2.0,
         slack: int = 64,
         max_episode_steps: int = 4096,
@@ -99,9 +106,10 @@ class LocalCurriculum:
             raise ValueError(f"demo needs 1..{MAX_DEMO_STATES} states, got {len(demo)}")
         if any(b.step <= a.step for a, b in zip(demo, demo[1:], strict=False)):
             raise ValueError("demo states must be in trajectory order (increasing steps)")
-        if not 0.0 < threshold <= 1.0 or window < 1 or move_by < 1:
+        if not 0.0 < threshold <= 1.0 or window < 1 or move_by < 1 or passes < 1:
             raise ValueError(
-                f"threshold {threshold} must be in (0, 1], window {window} and move_by {move_by} >= 1"
+                f"threshold {threshold} must be in (0, 1], window {window}, move_by {move_by} "
+                f"and passes {passes} >= 1"
             )
         if not 0.0 <= swarm_share < 1.0 or not 0.0 <= review_share < 1.0:
             raise ValueError(
@@ -115,6 +123,7 @@ class LocalCurriculum:
         self.max_episode_steps = max_episode_steps
         self.position = len(self.demo) - 1
         """index into `demo` of the current start; -1 = the env's own start (done)"""
+        self.passes, self.pass_number = passes, 1
         self._results: deque[bool] = deque(maxlen=window)
         self._wins_to_move = math.ceil(threshold * window - 1e-9)
         self._swarm: tuple[int, bytes] | None = None
@@ -148,8 +157,15 @@ class LocalCurriculum:
         if step != self.start_step or step < 0:
             return  # an episode from an older start, or from the swarm
         self._results.append(won)
-        if self.position >= 0 and sum(self._results) >= self._wins_to_move:
+        if sum(self._results) < self._wins_to_move:
+            return
+        if self.position >= 0:
             self._move_earlier()
+        elif self.pass_number < self.passes:  # won from the beginning: walk the route again
+            self.pass_number += 1
+            self.position = len(self.demo) - 1
+            self._results.clear()
+            self.moves.append(self.start_step)
 
     def success_rate(self) -> float:
         return sum(self._results) / len(self._results) if self._results else 0.0
@@ -164,7 +180,7 @@ class LocalCurriculum:
     def state(self) -> dict[str, Any]:
         """Where the curriculum is, for a checkpoint (the swarm state is not kept)."""
         return {
-            "position": self.position, "demo_states": len(self.demo),
+            "position": self.position, "pass": self.pass_number, "demo_states": len(self.demo),
             "demo_length": self.demo_length, "moves": list(self.moves),
             "results": list(self._results),
         }  # fmt: skip
@@ -183,7 +199,7 @@ class LocalCurriculum:
             raise ValueError(
                 f"saved curriculum position {position} is not in -1..{len(self.demo) - 1}"
             )
-        self.position = position
+        self.position, self.pass_number = position, int(state.get("pass", 1))
         self.moves = [int(step) for step in state.get("moves", [])]
         self._results = deque((bool(won) for won in state.get("results", [])), maxlen=self.window)
 

@@ -120,6 +120,24 @@ def test_review_starts_a_share_of_episodes_on_the_route_already_learned():
     assert {curriculum.start(seed).step for seed in range(200)} == {0, 8, 16, 24, 32}
 
 
+def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
+    curriculum = LocalCurriculum(DEMO, 40, threshold=1.0, window=2, passes=2)
+    for _ in range(5 * 2):  # 32 -> 24 -> 16 -> 8 -> 0 -> the env's own start
+        curriculum.report(curriculum.start_step, True)
+    assert (curriculum.position, curriculum.pass_number) == (-1, 1)
+    curriculum.report(0, True)
+    curriculum.report(0, True)  # wins from the beginning: the second pass, from the end
+    assert (curriculum.start_step, curriculum.pass_number) == (32, 2)
+    saved = json.loads(json.dumps(curriculum.state()))
+    for _ in range(7 * 2):  # the second pass, then wins from the beginning: no third
+        curriculum.report(curriculum.start_step, True)
+    assert (curriculum.position, curriculum.pass_number) == (-1, 2)
+    assert curriculum.moves == [24, 16, 8, 0, 0, 32, 24, 16, 8, 0, 0]
+    restored = LocalCurriculum(DEMO, 40, threshold=1.0, window=2, passes=2)
+    restored.restore(saved)
+    assert (restored.start_step, restored.pass_number) == (32, 2)
+
+
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -128,6 +146,7 @@ def test_review_starts_a_share_of_episodes_on_the_route_already_learned():
         ({"demo": DEMO, "demo_length": 40, "threshold": 0.0}, "threshold"),
         ({"demo": DEMO, "demo_length": 40, "swarm_share": 1.0}, "swarm_share"),
         ({"demo": DEMO, "demo_length": 40, "review_share": -0.1}, "review_share"),
+        ({"demo": DEMO, "demo_length": 40, "passes": 0}, "passes"),
     ],
 )
 def test_bad_settings_name_the_fix(settings, message):
