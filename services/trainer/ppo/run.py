@@ -375,12 +375,15 @@ def demo_settings(config: TrainConfig) -> dict[str, Any]:
 
 
 def _sampling_settings(lean: bool) -> dict[str, Any]:
-    """Env-runner settings of the lean sampling path (see trainer/sampling.py), or none."""
+    """Env-runner settings of the lean sampling path (trainer/ppo/sampling.py and
+    runner.py), or none."""
     from trainer.ppo import sampling
+    from trainer.ppo.runner import LeanEnvRunner
 
     if not lean:
         return {}
     return {
+        "env_runner_cls": LeanEnvRunner,
         "add_default_connectors_to_env_to_module_pipeline": False,
         "add_default_connectors_to_module_to_env_pipeline": False,
         "env_to_module_connector": sampling.env_to_module,

@@ -1,0 +1,75 @@
+"""The lean env runner returns RLlib's own episodes, without RLlib's per-step metrics."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from ray.rllib.callbacks.callbacks import RLlibCallback
+from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
+
+from trainer.ppo.config import Deployment, resolve
+from trainer.ppo.run import ppo_config
+from trainer.ppo.runner import LeanEnvRunner, UnmeteredEnvToModulePipeline
+
+
+def runner_config(tmp_path: Path) -> Any:
+    config = resolve({
+        "num_env_runners": 0, "envs_per_env_runner": 2, "rollout_fragment_length": 64,
+        "train_batch_size": 128, "minibatch_size": 64, "curiosity_weight": 0.0,
+        "archive_restart_every": 0, "export_every_episodes": 0, "seed": 3,
+        "env": {"max_episode_steps": 40, "sticky_action_probability": 0.25},
+    }, {})  # fmt: skip
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    return ppo_config(config, deployment, "none")
+
+
+def sampled(runner_class: type, config: Any) -> list[dict[str, Any]]:
+    runner = runner_class(config=config)
+    try:
+        episodes = runner.sample() + runner.sample()  # episodes end and continue across calls
+        metrics = runner.get_metrics()
+    finally:
+        runner.stop()
+    rows = [{
+        "id": episode.id_, "t": episode.t_started,
+        "observations": np.asarray(episode.get_observations()),
+        "actions": np.asarray(episode.get_actions()), "rewards": np.asarray(episode.get_rewards()),
+        "logp": np.asarray(episode.get_extra_model_outputs("action_logp")),
+        "done": (episode.is_terminated, episode.is_truncated),
+    } for episode in episodes]  # fmt: skip
+    return [*rows, {"steps": metrics["num_env_steps_sampled"], "episodes": metrics["num_episodes"]}]
+
+
+def test_the_lean_runner_samples_what_rllibs_runner_samples(tmp_path: Path):
+    config = runner_config(tmp_path)
+    assert config.env_runner_cls is LeanEnvRunner  # the trainer's lean path uses it
+    lean, reference = sampled(LeanEnvRunner, config), sampled(SingleAgentEnvRunner, config)
+    assert len(lean) == len(reference) > 4  # 256 steps of 40-step episodes, across two calls
+    assert lean[-1] == reference[-1] == {"steps": 256, "episodes": lean[-1]["episodes"]}
+    for mine, theirs in zip(lean[:-1], reference[:-1], strict=True):
+        assert mine["t"] == theirs["t"]
+        assert mine["done"] == theirs["done"]
+        for key in ("observations", "actions", "rewards", "logp"):
+            np.testing.assert_array_equal(mine[key], theirs[key], err_msg=key)
+
+
+class StepCounter(RLlibCallback):
+    steps = 0
+
+    def on_episode_step(self, **kwargs: Any) -> None:
+        StepCounter.steps += 1
+
+
+def test_step_callbacks_are_made_when_one_listens(tmp_path: Path):
+    quiet = LeanEnvRunner(config=runner_config(tmp_path))
+    assert isinstance(quiet._env_to_module, UnmeteredEnvToModulePipeline)
+    assert not quiet._step_listened
+    quiet.stop()
+    listening = LeanEnvRunner(config=runner_config(tmp_path).callbacks(StepCounter))
+    try:
+        listening.sample()
+    finally:
+        listening.stop()
+    assert StepCounter.steps >= 2 * 64 - 2  # every env's every step but the resets
