@@ -14,7 +14,8 @@ baseline); ``--nodes`` adds plain PPO 2 runners x 4 envs on a Ray cluster starte
 cores: the row shows the cost of a second node, not a speed-up). PufferLib is tried and its
 absence explained. Prints env steps/s and the ratio to SB3 (DummyVecEnv) with as many envs.
 ``--feature-costs`` prints only the CPU time per env step of each feature on a runner's 4 envs
-stepped in this process. ``--rounds N`` measures every row N times, the rows interleaved (on a shared machine a burst
+stepped in this process. ``--runner-ab`` measures only every feature with the trainer's
+``LeanEnvRunner`` and with RLlib's ``SingleAgentEnvRunner``, alternated. ``--rounds N`` measures every row N times, the rows interleaved (on a shared machine a burst
 of load then falls on several rows, not on one), and keeps each row's best.
 """
 
@@ -102,6 +103,30 @@ def training(steps: int, ray_address: str = "", **overrides: object) -> float:
         on_iteration=lambda status: rates.append(status.steps_per_second)
     )
     return rates[-1]
+
+
+def runner_ab(steps: int, rounds: int) -> None:
+    """Every feature (2 runners x 4 envs) sampled by LeanEnvRunner, then by RLlib's own
+    SingleAgentEnvRunner (the lean path otherwise unchanged), alternated for `rounds`."""
+    from trainer.ppo import run
+
+    lean = run._sampling_settings
+
+    def rllib_runner(enabled: bool) -> dict[str, Any]:
+        settings = lean(enabled)
+        settings.pop("env_runner_cls", None)
+        return settings
+
+    try:
+        for round_number in range(rounds):
+            run._sampling_settings = lean
+            mine = training(steps, **shape(8, 2))
+            run._sampling_settings = rllib_runner
+            theirs = training(steps, **shape(8, 2))
+            print(f"round {round_number + 1}: LeanEnvRunner {mine:,.0f}, SingleAgentEnvRunner "
+                  f"{theirs:,.0f} env steps/s: {mine / theirs:.2f}", flush=True)  # fmt: skip
+    finally:
+        run._sampling_settings = lean
 
 
 def feature_costs(steps: int) -> None:
@@ -224,10 +249,15 @@ def main() -> None:
     parser.add_argument(
         "--feature-costs", action="store_true", help="only the per-step CPU cost of each feature"
     )
+    parser.add_argument("--runner-ab", action="store_true",
+                        help="only every feature with LeanEnvRunner vs RLlib's runner, per round")  # fmt: skip
     args = parser.parse_args()
     steps = args.steps
     if args.feature_costs:
         feature_costs(steps)
+        return
+    if args.runner_ab:
+        runner_ab(steps, args.rounds)
         return
     if args.cluster:  # one cluster row, in a fresh process (see cluster_row)
         with local_cluster(args.cluster) as address:
