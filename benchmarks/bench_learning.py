@@ -55,6 +55,7 @@ ROBUSTIFY: dict[str, Any] = {
     "env": {"reward_mode": "progress", "max_episode_steps": 2048,
             "reward_weights": {"new_room": 0.0, "rupee": 0.0, "kill": 0.0}},
     "gamma": 0.999, "curriculum_threshold": 0.1, "curriculum_time_factor": 3.0,
+    "curriculum_passes": 3,
     "curriculum_trajectory": "benchmarks/results/win/explore-seed0-health-short.actions",
     "checkpoint_every_iterations": 244,
 }  # fmt: skip
@@ -72,7 +73,8 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
     "full+planner": {"curiosity_weight": 1.0, "archive_restart_every": 4, "planner": "rules"},
     # Go-Explore phase 2: the backward curriculum over phase 1's win (prefer-health, seed 0,
     # shortened), SIL 0.1, on the route's progress alone (no rooms, rupees or kills: each
-    # paid a detour, BENCHMARKS.md), gamma 0.999, a policy checkpoint every ~250k steps
+    # paid a detour, BENCHMARKS.md), gamma 0.999, three walks of the route, a policy
+    # checkpoint every ~250k steps
     "robustify": ROBUSTIFY,
     "robustify+swarm": {**ROBUSTIFY, "swarm_share": 0.25},
 }
