@@ -28,7 +28,9 @@ from pydantic import (
     Field,
     TypeAdapter,
     ValidationError,
+    ValidationInfo,
     WithJsonSchema,
+    field_validator,
 )
 from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
@@ -225,6 +227,15 @@ class TrainConfig(BaseModel):
     sil_demo: bool = True
     """robustify: the winning trajectory's steps are pinned in the self-imitation buffer
     (needs sil_weight > 0)"""
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _numbers_are_not_booleans(cls, value: Any, info: ValidationInfo) -> Any:
+        """JSON's true is not 1: pydantic's lax mode would take it for a count or a rate."""
+        annotation = cls.model_fields[info.field_name or ""].annotation
+        if isinstance(value, bool) and annotation in (int, float):
+            raise ValueError(f"expected a number, got {str(value).lower()}")
+        return value
 
     def fragment_length(self) -> int:
         """Steps per env per sample: the configured length, or the batch over all envs."""

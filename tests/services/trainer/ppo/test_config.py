@@ -180,6 +180,8 @@ def test_env_settings_merge_key_by_key_across_layers():
         ({"planner": "gpt"}, {}, "planner", "'off', 'rules', 'local', 'llm-d' or 'http'"),
         ({"run": "a+b"}, {}, "run", "String should match pattern"),
         ({"resume_from": "../x"}, {}, "resume_from", "String should match pattern"),
+        ({"num_epochs": True}, {}, "num_epochs", "expected a number, got true"),
+        ({"sil_weight": False}, {}, "sil_weight", "expected a number, got false"),
     ],
 )  # fmt: skip
 def test_impossible_values_are_refused_naming_the_field(overrides, environ, field, message):
