@@ -115,7 +115,7 @@ def cluster(monkeypatch: pytest.MonkeyPatch) -> Iterator[Cluster]:
 # it) from any earlier local run in this test process. It kills the worker node's processes
 # after the first iteration and prints what it saw as JSON.
 DRIVER = """
-import contextlib, json, os, signal, sys
+import contextlib, json, os, signal, sys, time
 from pathlib import Path
 import ray
 from ray._private import state
@@ -144,6 +144,12 @@ def on_iteration(status):
         seen["nodes"] = runner_nodes()
         kill_node(worker_dir)  # the worker node dies mid-run
     else:
+        if "alive_after" not in seen:
+            # The GCS marks the dead node's actors after its health checks fail (seconds);
+            # a short run can reach its next iteration first.
+            deadline = time.monotonic() + 60
+            while set(runner_nodes()) & set(seen["worker_nodes"]) and time.monotonic() < deadline:
+                time.sleep(0.5)
         seen["alive_after"] = runner_nodes()
         seen["steps_after"] = status.env_steps
 
