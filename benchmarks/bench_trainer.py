@@ -305,6 +305,8 @@ def measured_rows(
         SB3_8: (lambda: stable_baselines(steps, 8), SB3_8),
         "trainer defaults: 2 runners x 4 envs, all features": (
             lambda: training(steps, **shape(8, 2)), SB3_8),
+        "trainer, all features, overlap_sampling": (
+            lambda: training(steps, **shape(8, 2), overlap_sampling=True), SB3_8),
         "trainer, plain PPO, 2 runners x 4 envs (the default)": (
             lambda: training(steps, **shape(8, 2), **PLAIN), SB3_8),
         "Stable-Baselines3 PPO, 8 envs (SubprocVecEnv)": (

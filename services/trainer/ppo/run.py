@@ -314,11 +314,12 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
     from trainer.ppo import sampling
     from trainer.ppo.callbacks import KoholintCallbacks
     from trainer.ppo.envs import rllib_env_config
+    from trainer.ppo.overlap import OverlappedPPO
     from trainer.ppo.sil import SilSettings, sil_training_settings
 
     env_config = rllib_env_config(config, deployment, archive_actor)
     return (
-        PPOConfig()
+        PPOConfig(algo_class=OverlappedPPO if config.overlap_sampling else None)
         .environment(ENV_ID, env_config=env_config)
         .env_runners(
             num_env_runners=config.num_env_runners,
@@ -388,6 +389,10 @@ def _sampling_settings(lean: bool) -> dict[str, Any]:
         "add_default_connectors_to_module_to_env_pipeline": False,
         "env_to_module_connector": sampling.env_to_module,
         "module_to_env_connector": sampling.module_to_env,
+        # Both pipelines are stateless: nothing to gather from the runners after each
+        # iteration (a blocking round trip that would also wait out an overlapped sample).
+        "merge_env_runner_states": False,
+        "broadcast_env_runner_states": False,
     }
 
 

@@ -1,0 +1,132 @@
+"""PPO whose env runners sample the next batch while the learner updates on this one.
+
+RLlib's PPO samples, then learns, then sends the weights: while the learner updates (a
+quarter to a third of an iteration here) the env runners wait, and on a machine with as
+many cores as runners one core idles. ``OverlappedPPO`` asks the runners for batch k+1 as
+soon as batch k is in, so sampling and learning share the cores. The price is one update
+of policy lag: batch k+1 is sampled with the weights from before update k. PPO's loss
+already takes its ratio against the log-probabilities of the policy that sampled
+(``action_logp``, kept by the runner), so the clipped objective stays what it is, one
+update further from 1 at the first epoch — the "one-step-off" PPO of asynchronous
+samplers (Sample Factory, Cleanba). The weights after update k travel with the request for
+batch k+2, so every batch is exactly one update behind the learner (tested).
+
+Without remote env runners, or when a runner fails and a batch comes back short, it tops
+the batch up synchronously, as RLlib's PPO would have sampled it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ray
+from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.core import ALL_MODULES, COMPONENT_LEARNER, COMPONENT_RL_MODULE
+from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
+from ray.rllib.utils.metrics import (
+    ENV_RUNNER_RESULTS,
+    ENV_RUNNER_SAMPLING_TIMER,
+    LEARNER_RESULTS,
+    LEARNER_UPDATE_TIMER,
+    NUM_ENV_STEPS_SAMPLED_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED_LIFETIME,
+    SYNCH_WORKER_WEIGHTS_TIMER,
+    TIMERS,
+    WEIGHTS_SEQ_NO,
+)
+
+TAG = "overlapped-sample"
+
+
+def sample_with_metrics(
+    runner: Any, weights: dict[str, Any] | None = None
+) -> tuple[list[Any], dict[str, Any]]:
+    """Take `weights` (when newer than the runner's), then one fragment of every env of
+    `runner` and the runner's metrics since the last."""
+    if weights is not None:
+        runner.set_state(weights)
+    return runner.sample(), runner.get_metrics()
+
+
+class OverlappedPPO(PPO):
+    """PPO (new API stack) with sampling of the next batch overlapped with learning."""
+
+    _sample_in_flight: bool = False
+    _weights: Any = None
+    """the learner's weights after the last update, in Ray's object store (a reference)"""
+
+    def training_step(self) -> None:
+        runners = self.env_runner_group
+        if runners is None or runners.num_remote_workers() == 0:
+            return super().training_step()
+        with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
+            if not self._sample_in_flight:
+                self._request_batch()
+            episodes, runner_metrics = self._collect_batch()
+            # the next batch, sampled with the weights of the last update while this one learns
+            self._request_batch()
+            if not episodes:
+                return None
+            self.metrics.aggregate(runner_metrics, key=ENV_RUNNER_RESULTS)
+        self._learn(episodes)
+        return None
+
+    def _request_batch(self) -> None:
+        # The weights travel with the request: a separate fire-and-forget weight sync could
+        # be dropped while the previous one waits behind a sample (RLlib allows one call in
+        # flight per tag and runner), which would make the lag two updates now and then.
+        self.env_runner_group.foreach_env_runner_async(
+            sample_with_metrics, tag=TAG, kwargs={"weights": self._weights}
+        )
+        self._sample_in_flight = True
+
+    def _collect_batch(self) -> tuple[list[Any], list[dict[str, Any]]]:
+        """The batch in flight (a failed runner's part left out), topped up to the train
+        batch size by RLlib's synchronous sampling when it came back short."""
+        results = self.env_runner_group.fetch_ready_async_reqs(tags=TAG, timeout_seconds=None)
+        self._sample_in_flight = False
+        episodes = [episode for _, (fragment, _) in results for episode in fragment]
+        runner_metrics = [metrics for _, (_, metrics) in results]
+        missing = self.config.total_train_batch_size - sum(map(len, episodes))
+        if missing > 0 and self.env_runner_group.num_healthy_remote_workers() > 0:
+            more, more_metrics = synchronous_parallel_sample(
+                worker_set=self.env_runner_group,
+                max_env_steps=missing,
+                sample_timeout_s=self.config.sample_timeout_s,
+                _uses_new_env_runners=True,
+                _return_metrics=True,
+            )
+            episodes += more
+            runner_metrics += more_metrics
+        return episodes, runner_metrics
+
+    def _learn(self, episodes: list[Any]) -> None:
+        """RLlib's PPO update on `episodes`; its weights go out with the next request."""
+        with self.metrics.log_time((TIMERS, LEARNER_UPDATE_TIMER)):
+            learner_results = self.learner_group.update(
+                episodes=episodes,
+                timesteps={
+                    NUM_ENV_STEPS_SAMPLED_LIFETIME: self.metrics.peek(
+                        (ENV_RUNNER_RESULTS, NUM_ENV_STEPS_SAMPLED_LIFETIME)
+                    ),
+                    NUM_MODULE_STEPS_TRAINED_LIFETIME: self.metrics.peek(
+                        (LEARNER_RESULTS, ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME),
+                        default=0,
+                    ),
+                },
+                num_epochs=self.config.num_epochs,
+                minibatch_size=self.config.minibatch_size,
+                shuffle_batch_per_epoch=self.config.shuffle_batch_per_epoch,
+            )
+            self.metrics.aggregate(learner_results, key=LEARNER_RESULTS)
+        with self.metrics.log_time((TIMERS, SYNCH_WORKER_WEIGHTS_TIMER)):
+            modules = set(learner_results[0].keys()) - {ALL_MODULES}
+            state = self.learner_group.get_state(
+                components=[
+                    f"{COMPONENT_LEARNER}/{COMPONENT_RL_MODULE}/{module}" for module in modules
+                ],
+                inference_only=True,
+            )[COMPONENT_LEARNER]
+            self._weights = ray.put(
+                {key: state[key] for key in (COMPONENT_RL_MODULE, WEIGHTS_SEQ_NO)}
+            )
