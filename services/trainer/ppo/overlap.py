@@ -11,6 +11,13 @@ update further from 1 at the first epoch — the "one-step-off" PPO of asynchron
 samplers (Sample Factory, Cleanba). The weights after update k travel with the request for
 batch k+2, so every batch is exactly one update behind the learner (tested).
 
+Plain PPO anchors its clipping at the sampler's policy, one update old, so each update
+starts partly clipped; measured, that slowed the robustify curriculum (BENCHMARKS.md).
+``ProximalPolicy`` makes it decoupled PPO (Hilton et al. 2021, "Batch size-invariance for
+policy optimization"): the clipping and the KL term are taken against the learner's own
+policy before the update (the proximal policy), and the advantages are importance-weighted
+by proximal / sampler probability (truncated at ``MAX_IMPORTANCE_WEIGHT``).
+
 Without remote env runners, or when a runner fails and a batch comes back short, it tops
 the batch up synchronously, as RLlib's PPO would have sampled it.
 """
@@ -20,8 +27,13 @@ from __future__ import annotations
 from typing import Any
 
 import ray
+import torch
 from ray.rllib.algorithms.ppo import PPO
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core import ALL_MODULES, COMPONENT_LEARNER, COMPONENT_RL_MODULE
+from ray.rllib.core.columns import Columns
+from ray.rllib.evaluation.postprocessing import Postprocessing
 from ray.rllib.execution.rollout_ops import synchronous_parallel_sample
 from ray.rllib.utils.metrics import (
     ENV_RUNNER_RESULTS,
@@ -35,7 +47,10 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
+from trainer.ppo.sil import SilPPOTorchLearner
+
 TAG = "overlapped-sample"
+MAX_IMPORTANCE_WEIGHT = 2.0
 
 
 def sample_with_metrics(
@@ -130,3 +145,45 @@ class OverlappedPPO(PPO):
             self._weights = ray.put(
                 {key: state[key] for key in (COMPONENT_RL_MODULE, WEIGHTS_SEQ_NO)}
             )
+
+
+class ProximalPolicy(ConnectorV2):
+    """Learner connector, after GAE: the batch's log-probabilities and logits become the
+    learner's policy before this update (PPO's loss clips and takes its KL against them),
+    and each advantage is weighted by proximal / sampler probability of its action."""
+
+    def __call__(self, *, rl_module: Any, batch: dict[str, Any], **kwargs: Any) -> Any:
+        for module_id, module_batch in batch.items():
+            with torch.no_grad():
+                logits = rl_module[module_id].forward_train(module_batch)[
+                    Columns.ACTION_DIST_INPUTS
+                ]
+            actions = module_batch[Columns.ACTIONS].long().unsqueeze(-1)
+            proximal = torch.log_softmax(logits, dim=-1).gather(-1, actions).squeeze(-1)
+            weight = torch.exp(proximal - module_batch[Columns.ACTION_LOGP])
+            module_batch[Postprocessing.ADVANTAGES] = module_batch[
+                Postprocessing.ADVANTAGES
+            ] * weight.clamp(max=MAX_IMPORTANCE_WEIGHT)
+            module_batch[Columns.ACTION_LOGP] = proximal
+            module_batch[Columns.ACTION_DIST_INPUTS] = logits
+        return batch
+
+
+class _ProximalLearner:
+    """Appends ProximalPolicy to the learner's pipeline, after PPO's GAE."""
+
+    def build(self) -> None:
+        super().build()  # type: ignore[misc]
+        self._learner_connector.append(ProximalPolicy())  # type: ignore[attr-defined]
+
+
+class ProximalPPOTorchLearner(_ProximalLearner, PPOTorchLearner):
+    """PPO's torch learner, decoupled."""
+
+
+class ProximalSilPPOTorchLearner(_ProximalLearner, SilPPOTorchLearner):
+    """The SIL learner, decoupled."""
+
+
+PROXIMAL_LEARNERS: dict[type, type] = {PPOTorchLearner: ProximalPPOTorchLearner,
+                                       SilPPOTorchLearner: ProximalSilPPOTorchLearner}  # fmt: skip

@@ -315,7 +315,6 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
     from trainer.ppo.callbacks import KoholintCallbacks
     from trainer.ppo.envs import rllib_env_config
     from trainer.ppo.overlap import OverlappedPPO
-    from trainer.ppo.sil import SilSettings, sil_training_settings
 
     env_config = rllib_env_config(config, deployment, archive_actor)
     return (
@@ -340,19 +339,7 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
             gamma=config.gamma,
             entropy_coeff=config.entropy_coeff,
         )  # fmt: skip
-        .training(
-            **sil_training_settings(
-                SilSettings(  # self-imitation, inside the learner
-                    weight=config.sil_weight,
-                    capacity=config.sil_capacity,
-                    period=config.sil_period,
-                    batch_size=config.minibatch_size,
-                    gamma=config.gamma,
-                    seed=config.seed,
-                    **demo_settings(config),
-                )
-            )
-        )  # fmt: skip
+        .training(**learner_settings(config))
         .rl_module(
             rl_module_spec=RLModuleSpec(
                 module_class=sampling.LeanPPOModule if config.lean_sampling else None,
@@ -366,6 +353,30 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
         .callbacks(KoholintCallbacks)
         .debugging(seed=config.seed)
     )
+
+
+def learner_settings(config: TrainConfig) -> dict[str, Any]:
+    """PPOConfig.training's learner: SIL's when on, decoupled when sampling overlaps."""
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+
+    from trainer.ppo.overlap import PROXIMAL_LEARNERS
+    from trainer.ppo.sil import SilSettings, sil_training_settings
+
+    settings = sil_training_settings(
+        SilSettings(  # self-imitation, inside the learner
+            weight=config.sil_weight,
+            capacity=config.sil_capacity,
+            period=config.sil_period,
+            batch_size=config.minibatch_size,
+            gamma=config.gamma,
+            seed=config.seed,
+            **demo_settings(config),
+        )
+    )
+    if config.overlap_sampling:
+        learner = settings.get("learner_class", PPOTorchLearner)
+        settings["learner_class"] = PROXIMAL_LEARNERS[learner]
+    return settings
 
 
 def demo_settings(config: TrainConfig) -> dict[str, Any]:

@@ -8,10 +8,21 @@ from typing import Any
 
 import pytest
 import ray
+import torch
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.core.columns import Columns
+from ray.rllib.evaluation.postprocessing import Postprocessing
 
 from trainer.ppo.config import Deployment, resolve
-from trainer.ppo.overlap import TAG, OverlappedPPO, sample_with_metrics
-from trainer.ppo.run import ppo_config
+from trainer.ppo.overlap import (
+    MAX_IMPORTANCE_WEIGHT,
+    PROXIMAL_LEARNERS,
+    TAG,
+    OverlappedPPO,
+    ProximalPolicy,
+    sample_with_metrics,
+)
+from trainer.ppo.run import learner_settings, ppo_config
 
 PLAIN = {"curiosity_weight": 0.0, "archive_restart_every": 0, "export_every_episodes": 0}
 SMALL = {"num_env_runners": 2, "envs_per_env_runner": 2, "train_batch_size": 256,
@@ -84,3 +95,45 @@ def test_training_goes_on_when_a_runner_dies_mid_sample(local_ray: None, tmp_pat
         assert algo.env_runner_group.num_healthy_remote_workers() >= 1
     finally:
         algo.stop()
+
+
+class FixedPolicy:
+    """A module whose training forward gives fixed logits (the learner's proximal policy)."""
+
+    def __init__(self, logits: torch.Tensor) -> None:
+        self.logits = logits
+
+    def forward_train(self, batch: dict[str, Any]) -> dict[str, Any]:
+        return {Columns.ACTION_DIST_INPUTS: self.logits}
+
+
+def test_the_proximal_policy_replaces_the_samplers_and_weights_the_advantages():
+    proximal_logits = torch.log(torch.tensor([[0.5, 0.5], [0.9, 0.1], [0.2, 0.8]]))
+    sampler = torch.tensor([0.25, 0.9, 0.1])  # what the sampler gave each action
+    batch = {"default_policy": {
+        Columns.OBS: torch.zeros(3, 4),
+        Columns.ACTIONS: torch.tensor([0, 0, 1]),
+        Columns.ACTION_LOGP: torch.log(sampler),
+        Columns.ACTION_DIST_INPUTS: torch.zeros(3, 2),
+        Postprocessing.ADVANTAGES: torch.tensor([1.0, -2.0, 3.0]),
+    }}  # fmt: skip
+    out = ProximalPolicy()(rl_module={"default_policy": FixedPolicy(proximal_logits)},
+                           batch=batch, episodes=[])["default_policy"]  # fmt: skip
+    proximal = torch.tensor([0.5, 0.9, 0.8])
+    torch.testing.assert_close(out[Columns.ACTION_LOGP], torch.log(proximal))
+    torch.testing.assert_close(out[Columns.ACTION_DIST_INPUTS], proximal_logits)
+    # weights 0.5/0.25 = 2, 0.9/0.9 = 1, 0.8/0.1 = 8 truncated at MAX_IMPORTANCE_WEIGHT
+    weights = torch.tensor([2.0, 1.0, MAX_IMPORTANCE_WEIGHT])
+    torch.testing.assert_close(out[Postprocessing.ADVANTAGES],
+                               torch.tensor([1.0, -2.0, 3.0]) * weights)  # fmt: skip
+
+
+@pytest.mark.parametrize("sil_weight", [0.0, 0.1])
+def test_overlapped_runs_learn_decoupled(tmp_path: Path, sil_weight: float):
+    def learner(overlap: bool) -> type:
+        config = resolve({**PLAIN, "overlap_sampling": overlap, "sil_weight": sil_weight},
+                         environ={})  # fmt: skip
+        return learner_settings(config).get("learner_class", PPOTorchLearner)
+
+    assert learner(overlap=True) is PROXIMAL_LEARNERS[learner(overlap=False)]
+    assert issubclass(learner(overlap=True), learner(overlap=False))
