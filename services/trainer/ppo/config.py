@@ -170,7 +170,8 @@ class TrainConfig(BaseModel):
     overlap_sampling: bool = False
     """env runners sample the next batch while the learner updates on this one (one update
     of policy lag, learned as decoupled PPO, trainer/ppo/overlap.py): ~1.06x env steps/s
-    with every feature on 2 cores; without env runners (0) PPO samples as usual"""
+    with every feature on 2 cores, but the robustify curriculum learned slower per step
+    (docs/trainer.md); without env runners (0) PPO samples as usual"""
     env: TrainEnv = Field(default_factory=default_env)
     """the environment's settings (koholint/Zelda-v1: frame_skip, max_episode_steps,
     reward_mode, start_state, ...), validated by the environment"""
