@@ -4,22 +4,20 @@ RLlib's PPO samples, then learns, then sends the weights: while the learner upda
 quarter to a third of an iteration here) the env runners wait, and on a machine with as
 many cores as runners one core idles. ``OverlappedPPO`` asks the runners for batch k+1 as
 soon as batch k is in, so sampling and learning share the cores. The price is one update
-of policy lag: batch k+1 is sampled with the weights from before update k. PPO's loss
-already takes its ratio against the log-probabilities of the policy that sampled
-(``action_logp``, kept by the runner), so the clipped objective stays what it is, one
-update further from 1 at the first epoch — the "one-step-off" PPO of asynchronous
-samplers (Sample Factory, Cleanba). The weights after update k travel with the request for
-batch k+2, so every batch is exactly one update behind the learner (tested).
+of policy lag: the weights after update k travel with the request for batch k+2, so every
+batch is exactly one update behind the learner (tested) — the "one-step-off" PPO of
+asynchronous samplers (Sample Factory, Cleanba).
 
-Plain PPO anchors its clipping at the sampler's policy, one update old, so each update
-starts partly clipped; measured, that slowed the robustify curriculum (BENCHMARKS.md).
-``ProximalPolicy`` makes it decoupled PPO (Hilton et al. 2021, "Batch size-invariance for
-policy optimization"): the clipping and the KL term are taken against the learner's own
-policy before the update (the proximal policy), and the advantages are importance-weighted
-by proximal / sampler probability (truncated at ``MAX_IMPORTANCE_WEIGHT``).
+On lagged batches plain PPO would anchor its clipping at the sampler's policy, one update
+old, so each update starts partly clipped; measured, that slowed the robustify curriculum
+(BENCHMARKS.md). ``ProximalPolicy`` makes it decoupled PPO (Hilton et al. 2021, "Batch
+size-invariance for policy optimization"): the clipping and the KL term are taken against
+the learner's own policy before the update (the proximal policy), and the advantages are
+importance-weighted by proximal / sampler probability (truncated at
+``MAX_IMPORTANCE_WEIGHT``).
 
-Without remote env runners, or when a runner fails and a batch comes back short, it tops
-the batch up synchronously, as RLlib's PPO would have sampled it.
+Without remote env runners it is RLlib's PPO; when a runner fails and a batch comes back
+short, RLlib's synchronous sampling tops it up.
 """
 
 from __future__ import annotations
