@@ -27,7 +27,6 @@ from typing import Any
 import ray
 import torch
 from ray.rllib.algorithms.ppo import PPO
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core import ALL_MODULES, COMPONENT_LEARNER, COMPONENT_RL_MODULE
 from ray.rllib.core.columns import Columns
@@ -45,6 +44,7 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
+from trainer.ppo.learner import LeanPPOTorchLearner
 from trainer.ppo.sil import SilPPOTorchLearner
 
 TAG = "overlapped-sample"
@@ -175,7 +175,7 @@ class _ProximalLearner:
         self._learner_connector.append(ProximalPolicy())  # type: ignore[attr-defined]
 
 
-class ProximalPPOTorchLearner(_ProximalLearner, PPOTorchLearner):
+class ProximalPPOTorchLearner(_ProximalLearner, LeanPPOTorchLearner):
     """PPO's torch learner, decoupled."""
 
 
@@ -183,5 +183,5 @@ class ProximalSilPPOTorchLearner(_ProximalLearner, SilPPOTorchLearner):
     """The SIL learner, decoupled."""
 
 
-PROXIMAL_LEARNERS: dict[type, type] = {PPOTorchLearner: ProximalPPOTorchLearner,
+PROXIMAL_LEARNERS: dict[type, type] = {LeanPPOTorchLearner: ProximalPPOTorchLearner,
                                        SilPPOTorchLearner: ProximalSilPPOTorchLearner}  # fmt: skip

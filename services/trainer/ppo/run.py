@@ -356,9 +356,9 @@ def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) 
 
 
 def learner_settings(config: TrainConfig) -> dict[str, Any]:
-    """PPOConfig.training's learner: SIL's when on, decoupled when sampling overlaps."""
-    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
-
+    """PPOConfig.training's learner: the lean one (trainer/ppo/learner.py), with SIL when
+    on, decoupled when sampling overlaps."""
+    from trainer.ppo.learner import LeanPPOTorchLearner
     from trainer.ppo.overlap import PROXIMAL_LEARNERS
     from trainer.ppo.sil import SilSettings, sil_training_settings
 
@@ -373,9 +373,9 @@ def learner_settings(config: TrainConfig) -> dict[str, Any]:
             **demo_settings(config),
         )
     )
+    settings.setdefault("learner_class", LeanPPOTorchLearner)
     if config.overlap_sampling:
-        learner = settings.get("learner_class", PPOTorchLearner)
-        settings["learner_class"] = PROXIMAL_LEARNERS[learner]
+        settings["learner_class"] = PROXIMAL_LEARNERS[settings["learner_class"]]
     return settings
 
 

@@ -1,6 +1,6 @@
 """Self-imitation learning (Oh et al., 2018) inside RLlib's PPO learner (new API stack).
 
-``SilPPOTorchLearner`` is PPO's own torch learner plus two things:
+``SilPPOTorchLearner`` is PPO's torch learner (the trainer's lean one) plus two things:
 
 * a top-K buffer (``TopSegments``) of the best episode segments seen, by return: each update's
   episodes (the env runners' chunks) are offered to it before PPO's connectors run;
@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 import torch
-from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.core.columns import Columns
+
+from trainer.ppo.learner import LeanPPOTorchLearner
 
 SIL_KEY = "sil"
 
@@ -164,7 +165,7 @@ def sil_loss(module: Any, observations: torch.Tensor, actions: torch.Tensor,
     return policy + value, stats
 
 
-class SilPPOTorchLearner(PPOTorchLearner):
+class SilPPOTorchLearner(LeanPPOTorchLearner):
     """PPO's torch learner with the SIL loss added every `period`-th update."""
 
     def build(self) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
@@ -14,12 +15,14 @@ from trainer.ppo.run import ppo_config
 from trainer.ppo.runner import LeanEnvRunner, UnmeteredEnvToModulePipeline
 
 
-def runner_config(tmp_path: Path) -> Any:
+def runner_config(
+    tmp_path: Path, envs: int = 2, fragment: int = 64, episode_steps: int = 40
+) -> Any:
     config = resolve({
-        "num_env_runners": 0, "envs_per_env_runner": 2, "rollout_fragment_length": 64,
+        "num_env_runners": 0, "envs_per_env_runner": envs, "rollout_fragment_length": fragment,
         "train_batch_size": 128, "minibatch_size": 64, "curiosity_weight": 0.0,
         "archive_restart_every": 0, "export_every_episodes": 0, "seed": 3,
-        "env": {"max_episode_steps": 40, "sticky_action_probability": 0.25},
+        "env": {"max_episode_steps": episode_steps, "sticky_action_probability": 0.25},
     }, {})  # fmt: skip
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
     return ppo_config(config, deployment, "none")
@@ -28,7 +31,10 @@ def runner_config(tmp_path: Path) -> Any:
 def sampled(runner_class: type, config: Any) -> list[dict[str, Any]]:
     runner = runner_class(config=config)
     try:
-        episodes = runner.sample() + runner.sample()  # episodes end and continue across calls
+        if runner_class is LeanEnvRunner:  # the lean loop, not RLlib's, samples
+            assert runner._lean_sampler() is not None
+        # episodes end and continue across calls (and, with one env, end as a call ends)
+        episodes = runner.sample() + runner.sample() + runner.sample()
         metrics = runner.get_metrics()
     finally:
         runner.stop()
@@ -42,12 +48,17 @@ def sampled(runner_class: type, config: Any) -> list[dict[str, Any]]:
     return [*rows, {"steps": metrics["num_env_steps_sampled"], "episodes": metrics["num_episodes"]}]
 
 
-def test_the_lean_runner_samples_what_rllibs_runner_samples(tmp_path: Path):
-    config = runner_config(tmp_path)
+@pytest.mark.parametrize(("envs", "fragment", "episode_steps"), [(2, 64, 40), (1, 32, 32)])
+def test_the_lean_runner_samples_what_rllibs_runner_samples(
+    tmp_path: Path, envs: int, fragment: int, episode_steps: int
+):
+    config = runner_config(tmp_path, envs, fragment, episode_steps)
     assert config.env_runner_cls is LeanEnvRunner  # the trainer's lean path uses it
     lean, reference = sampled(LeanEnvRunner, config), sampled(SingleAgentEnvRunner, config)
-    assert len(lean) == len(reference) > 4  # 256 steps of 40-step episodes, across two calls
-    assert lean[-1] == reference[-1] == {"steps": 256, "episodes": lean[-1]["episodes"]}
+    assert len(lean) == len(reference) > 3  # several episodes across three calls
+    steps = 3 * envs * fragment
+    assert lean[-1] == reference[-1] == {"steps": steps, "episodes": lean[-1]["episodes"]}
+    assert lean[-1]["episodes"] == envs * (3 * fragment // episode_steps)
     for mine, theirs in zip(lean[:-1], reference[:-1], strict=True):
         assert mine["t"] == theirs["t"]
         assert mine["done"] == theirs["done"]

@@ -1,0 +1,108 @@
+"""The lean PPO learner makes RLlib's PPO updates: the same weights from the same batch."""
+
+from __future__ import annotations
+
+import copy
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import ray
+import torch
+from ray.rllib.algorithms.ppo import PPOConfig
+from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
+
+from trainer.ppo.config import resolve
+from trainer.ppo.learner import LeanPPOTorchLearner
+from trainer.ppo.run import learner_settings
+
+
+@pytest.fixture(scope="module")
+def local_ray() -> Iterator[None]:
+    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+             _temp_dir=str(Path(tempfile.gettempdir()) / "koholint-ray"))  # fmt: skip
+    yield
+    ray.shutdown()
+
+
+def cartpole_ppo(learner_class: type) -> Any:
+    return (
+        PPOConfig()
+        .environment("CartPole-v1")
+        .env_runners(num_env_runners=0, rollout_fragment_length=256)
+        .learners(num_learners=0)
+        .training(
+            train_batch_size_per_learner=256,
+            minibatch_size=64,
+            num_epochs=2,
+            learner_class=learner_class,
+        )  # fmt: skip
+        .debugging(seed=0)
+        .build_algo()
+    )
+
+
+def weights(algo: Any) -> dict[str, np.ndarray]:
+    state = algo.learner_group._learner.module["default_policy"].state_dict()
+    return {name: tensor.detach().numpy().copy() for name, tensor in state.items()}
+
+
+def test_the_trainer_uses_the_lean_learner_sil_or_not():
+    assert learner_settings(resolve({}, {}))["learner_class"] is LeanPPOTorchLearner
+    sil = learner_settings(resolve({"sil_weight": 0.1}, {}))["learner_class"]
+    assert issubclass(sil, LeanPPOTorchLearner)
+
+
+def test_updates_from_the_same_batch_give_the_same_weights(local_ray: None):
+    rllib, lean = cartpole_ppo(PPOTorchLearner), cartpole_ppo(LeanPPOTorchLearner)
+    try:
+        lean.learner_group._learner.module.set_state(
+            rllib.learner_group._learner.module.get_state()
+        )
+        episodes = rllib.env_runner.sample(num_timesteps=256)
+        before = weights(rllib)
+        for algo in (rllib, lean):
+            np.random.seed(7)  # the minibatches' shuffling
+            torch.manual_seed(7)
+            for _ in range(2):  # Adam's moments carry over from the first update
+                algo.learner_group.update(  # a copy: the learner's connectors edit episodes
+                    episodes=copy.deepcopy(episodes), timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: 256},
+                    num_epochs=2, minibatch_size=64, shuffle_batch_per_epoch=True,
+                )  # fmt: skip
+        mine, theirs = weights(lean), weights(rllib)
+        assert mine.keys() == theirs.keys()
+        for name in theirs:
+            np.testing.assert_allclose(mine[name], theirs[name], rtol=1e-5, atol=1e-6, err_msg=name)
+        assert any(not np.allclose(before[name], theirs[name]) for name in theirs)  # it learned
+    finally:
+        rllib.stop()
+        lean.stop()
+
+
+def test_a_non_finite_gradient_goes_rllibs_way(local_ray: None):
+    """RLlib zeroes NaN and clips inf gradients (torch_skip_nan_gradients off) and steps."""
+    rllib, lean = cartpole_ppo(PPOTorchLearner), cartpole_ppo(LeanPPOTorchLearner)
+    try:
+        lean.learner_group._learner.module.set_state(
+            rllib.learner_group._learner.module.get_state()
+        )
+        for algo in (rllib, lean):
+            learner = algo.learner_group._learner
+            gradients = {
+                name: torch.full_like(param, 0.5) for name, param in learner._params.items()
+            }
+            first = next(iter(gradients))
+            gradients[first][0] = float("nan")
+            learner.apply_gradients(gradients)
+        assert not lean.learner_group._learner._plain_step_applies(gradients)
+        mine, theirs = weights(lean), weights(rllib)
+        for name in theirs:
+            assert np.isfinite(mine[name]).all()
+            np.testing.assert_allclose(mine[name], theirs[name], rtol=1e-5, atol=1e-6, err_msg=name)
+    finally:
+        rllib.stop()
+        lean.stop()
