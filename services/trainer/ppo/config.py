@@ -169,7 +169,7 @@ class TrainConfig(BaseModel):
     RLlib's general ones: same data, ~1.5x the env steps/s"""
     overlap_sampling: bool = False
     """env runners sample the next batch while the learner updates on this one (one update
-    of policy lag, learned as decoupled PPO, trainer/ppo/overlap.py): ~1.06x env steps/s
+    of policy lag, learned as decoupled PPO, trainer/ppo/overlap.py): ~10% more env steps/s
     with every feature on 2 cores, but the robustify curriculum learned slower per step
     (docs/trainer.md); without env runners (0) PPO samples as usual"""
     env: TrainEnv = Field(default_factory=default_env)
