@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import copy
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pytest
-import ray
 import torch
-from ray.rllib.algorithms.ppo import PPOConfig
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
@@ -20,30 +14,12 @@ from trainer.ppo.config import resolve
 from trainer.ppo.learner import LeanPPOTorchLearner
 from trainer.ppo.run import learner_settings
 
-
-@pytest.fixture(scope="module")
-def local_ray() -> Iterator[None]:
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-             _temp_dir=str(Path(tempfile.gettempdir()) / "koholint-ray"))  # fmt: skip
-    yield
-    ray.shutdown()
+from .conftest import cartpole_ppo
 
 
-def cartpole_ppo(learner_class: type) -> Any:
-    return (
-        PPOConfig()
-        .environment("CartPole-v1")
-        .env_runners(num_env_runners=0, rollout_fragment_length=256)
-        .learners(num_learners=0)
-        .training(
-            train_batch_size_per_learner=256,
-            minibatch_size=64,
-            num_epochs=2,
-            learner_class=learner_class,
-        )  # fmt: skip
-        .debugging(seed=0)
-        .build_algo()
-    )
+def lean_or_not(learner_class: type) -> Any:
+    return cartpole_ppo(256, train_batch_size_per_learner=256, minibatch_size=64, num_epochs=2,
+                        learner_class=learner_class)  # fmt: skip
 
 
 def weights(algo: Any) -> dict[str, np.ndarray]:
@@ -58,7 +34,7 @@ def test_the_trainer_uses_the_lean_learner_sil_or_not():
 
 
 def test_updates_from_the_same_batch_give_the_same_weights(local_ray: None):
-    rllib, lean = cartpole_ppo(PPOTorchLearner), cartpole_ppo(LeanPPOTorchLearner)
+    rllib, lean = lean_or_not(PPOTorchLearner), lean_or_not(LeanPPOTorchLearner)
     try:
         lean.learner_group._learner.module.set_state(
             rllib.learner_group._learner.module.get_state()
@@ -85,7 +61,7 @@ def test_updates_from_the_same_batch_give_the_same_weights(local_ray: None):
 
 def test_a_non_finite_gradient_goes_rllibs_way(local_ray: None):
     """RLlib zeroes NaN and clips inf gradients (torch_skip_nan_gradients off) and steps."""
-    rllib, lean = cartpole_ppo(PPOTorchLearner), cartpole_ppo(LeanPPOTorchLearner)
+    rllib, lean = lean_or_not(PPOTorchLearner), lean_or_not(LeanPPOTorchLearner)
     try:
         lean.learner_group._learner.module.set_state(
             rllib.learner_group._learner.module.get_state()

@@ -18,6 +18,8 @@ from trainer.ppo.sil import (
     sil_training_settings,
 )
 
+from .conftest import cartpole_ppo, start_local_ray
+
 
 def segment(score: float, steps: int = 3, action: int = 0) -> Segment:
     return Segment(score, np.full((steps, 4), score, np.float32), np.full(steps, action),
@@ -118,30 +120,13 @@ def test_settings_are_validated_and_off_by_default():
 
 @pytest.mark.slow  # ~30 s: Ray and two PPO iterations
 def test_the_sil_loss_runs_inside_rllibs_ppo_learner():
-    import tempfile
-    from pathlib import Path
-
     import ray
-    from ray.rllib.algorithms.ppo import PPOConfig
 
     settings = SilSettings(weight=0.5, capacity=4, period=1, batch_size=32, gamma=0.99)
-    ray.init(num_cpus=1, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
-             _temp_dir=str(Path(tempfile.gettempdir()) / "koholint-ray"))  # fmt: skip
+    start_local_ray()
     try:
-        algo = (
-            PPOConfig()
-            .environment("CartPole-v1")
-            .env_runners(num_env_runners=0, rollout_fragment_length=64)
-            .learners(num_learners=0)
-            .training(
-                train_batch_size_per_learner=128,
-                minibatch_size=64,
-                num_epochs=1,
-                **sil_training_settings(settings),
-            )  # fmt: skip
-            .debugging(seed=0)
-            .build_algo()
-        )
+        algo = cartpole_ppo(64, train_batch_size_per_learner=128, minibatch_size=64, num_epochs=1,
+                            **sil_training_settings(settings))  # fmt: skip
         for _ in range(2):
             result = algo.train()
         learner = algo.learner_group._learner
