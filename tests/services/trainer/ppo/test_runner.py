@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from ray.rllib.callbacks.callbacks import RLlibCallback
@@ -48,6 +50,15 @@ def sampled(runner_class: type, config: Any) -> list[dict[str, Any]]:
     return [*rows, {"steps": metrics["num_env_steps_sampled"], "episodes": metrics["num_episodes"]}]
 
 
+def assert_same_episodes(lean: list[dict[str, Any]], reference: list[dict[str, Any]]) -> None:
+    assert len(lean) == len(reference)
+    for mine, theirs in zip(lean[:-1], reference[:-1], strict=True):
+        assert mine["t"] == theirs["t"]
+        assert mine["done"] == theirs["done"]
+        for key in ("observations", "actions", "rewards", "logp"):
+            np.testing.assert_array_equal(mine[key], theirs[key], err_msg=key)
+
+
 @pytest.mark.parametrize(("envs", "fragment", "episode_steps"), [(2, 64, 40), (1, 32, 32)])
 def test_the_lean_runner_samples_what_rllibs_runner_samples(
     tmp_path: Path, envs: int, fragment: int, episode_steps: int
@@ -59,11 +70,7 @@ def test_the_lean_runner_samples_what_rllibs_runner_samples(
     steps = 3 * envs * fragment
     assert lean[-1] == reference[-1] == {"steps": steps, "episodes": lean[-1]["episodes"]}
     assert lean[-1]["episodes"] == envs * (3 * fragment // episode_steps)
-    for mine, theirs in zip(lean[:-1], reference[:-1], strict=True):
-        assert mine["t"] == theirs["t"]
-        assert mine["done"] == theirs["done"]
-        for key in ("observations", "actions", "rewards", "logp"):
-            np.testing.assert_array_equal(mine[key], theirs[key], err_msg=key)
+    assert_same_episodes(lean, reference)
 
 
 class StepCounter(RLlibCallback):
@@ -84,3 +91,40 @@ def test_step_callbacks_are_made_when_one_listens(tmp_path: Path):
     finally:
         listening.stop()
     assert StepCounter.steps >= 2 * 64 - 2  # every env's every step but the resets
+
+
+class FailOnce(gym.Wrapper[Any, Any, Any, Any]):
+    """Raises on the process's `FAIL_AT`-th step of any wrapped env, once."""
+
+    steps = 0
+    failed = False
+
+    def step(self, action: Any) -> Any:
+        FailOnce.steps += 1
+        if FailOnce.steps == FAIL_AT and not FailOnce.failed:
+            FailOnce.failed = True
+            raise RuntimeError("the emulator fell over")
+        return self.env.step(action)
+
+
+FAIL_AT = 50
+
+
+def failing_once(wrap: Any, env: Any, index: int) -> Any:
+    return FailOnce(wrap(env, index))
+
+
+def test_a_failed_env_step_is_handled_as_rllib_handles_it(tmp_path: Path):
+    """With restart_failed_sub_environments, the env is remade and sampling starts over:
+    the lean loop returns what RLlib's loop returns, and the requested steps."""
+    config = runner_config(tmp_path).fault_tolerance(restart_failed_sub_environments=True)
+    config.env_config["wrap"] = functools.partial(failing_once, config.env_config["wrap"])
+    results = []
+    for runner_class in (LeanEnvRunner, SingleAgentEnvRunner):
+        FailOnce.steps, FailOnce.failed = 0, False
+        results.append(sampled(runner_class, config))
+        assert FailOnce.failed  # the failure happened mid-sample
+    lean, reference = results
+    assert lean[-1] == reference[-1]
+    assert lean[-1]["steps"] >= 3 * 2 * 64
+    assert_same_episodes(lean, reference)
