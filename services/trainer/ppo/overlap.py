@@ -71,7 +71,8 @@ class OverlappedPPO(PPO):
     def training_step(self) -> None:
         runners = self.env_runner_group
         if runners is None or runners.num_remote_workers() == 0:
-            return super().training_step()
+            super().training_step()
+            return
         with self.metrics.log_time((TIMERS, ENV_RUNNER_SAMPLING_TIMER)):
             if not self._sample_in_flight:
                 self._request_batch()

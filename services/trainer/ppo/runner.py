@@ -60,6 +60,10 @@ class LeanEnvRunner(SingleAgentEnvRunner):
     pipelines skip their per-step metrics, and ``on_episode_step`` callbacks are made only
     when one is implemented."""
 
+    # RLlib's: the module's next input, and the episodes being sampled
+    _cached_to_module: dict[str, Any] | None
+    _ongoing_episodes: list[Any]
+
     def __init__(self, *, config: Any, **kwargs: Any) -> None:
         super().__init__(config=config, **kwargs)
         # The pipelines RLlib built, as their unmetered subclasses (same state, same pieces);
@@ -112,6 +116,7 @@ class LeanEnvRunner(SingleAgentEnvRunner):
         while steps < num_timesteps:
             # the module's input: the latest observations (RLlib's cache, kept across calls)
             to_module, self._cached_to_module = self._cached_to_module, None
+            assert to_module is not None  # a reset or the last step left it
             to_env = self._act(to_module, explore, sampler)
             actions = to_env.pop(Columns.ACTIONS)
             results = self._try_env_step(actions)

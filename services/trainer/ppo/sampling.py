@@ -74,7 +74,8 @@ class LeanPPOModule(DefaultPPOTorchRLModule):
         layers = self._numpy_policy()
         if layers is None:
             with torch.no_grad():
-                return self._forward(batch, **kwargs)
+                logits: dict[str, Any] = self._forward(batch, **kwargs)
+                return logits
         hidden = batch[Columns.OBS].numpy()
         for weight, bias, activation in layers:
             hidden = hidden @ weight + bias
