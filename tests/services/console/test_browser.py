@@ -361,9 +361,14 @@ def test_live_play_planner_decisions_and_segment_frames(
     votes = page.inner_text("#segment-votes")
     assert votes.count("\n") >= 2, votes  # one line per judge
     assert page.inner_text("#segment-name").startswith(f"episodes/{judged}/")
-    table, panel = (
-        page.locator("#judges table").bounding_box(),
-        page.locator("#segment").bounding_box(),
+    # The frames open beside the votes. Measured in one go in the page: the fleet refresh
+    # (every 5 s) rebuilds the judges' table, so a table found by one call may be gone
+    # (or an error text in its place, under load) by the next.
+    page.wait_for_function(
+        "(() => { const table = document.querySelector('#judges table'),"
+        " panel = document.querySelector('#segment');"
+        " if (!table || !panel || panel.hidden) return false;"
+        " const votes = table.getBoundingClientRect(), frames = panel.getBoundingClientRect();"
+        " return votes.width > 0 && frames.width > 0 && frames.left >= votes.right; })()"
     )
-    assert panel["x"] >= table["x"] + table["width"], "the frames open beside the votes"
     page.screenshot(path=str(artifacts / "segment.png"), full_page=True)
