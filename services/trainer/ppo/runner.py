@@ -4,8 +4,9 @@ Every step, RLlib's runner calls both connector pipelines (each call timed, and 
 connector in it, by metric timers), times the module's forward pass, splits the batched
 observations and actions into per-env lists (``unbatch``, through ``tree``), sums the
 lengths of all episodes going into and out of the env-to-module pipeline, and calls
-``on_episode_step`` for every env, listened to or not. With a runner's four envs that
-bookkeeping cost about a third of its sampling time (BENCHMARKS.md).
+``on_episode_step`` for every env, listened to or not. With a runner's four envs and
+every feature on, its own loop below takes ~15% less CPU per env step than RLlib's
+(BENCHMARKS.md).
 
 ``LeanEnvRunner`` keeps RLlib's episodes, callbacks, failure handling and per-iteration
 metrics, and, when the sampling path is the trainer's lean one (``LeanPPOModule``,
