@@ -125,26 +125,33 @@ class LeanEnvRunner(SingleAgentEnvRunner):
                 steps = 0
                 self._reset_envs_and_episodes(explore)
                 continue
-            observations, rewards, terminateds, truncateds, infos = results
             episodes = self._ongoing_episodes
-            started = []
-            for index, episode in enumerate(episodes):
-                if not episode.is_reset:  # its episode ended last step: the env reset
-                    episode.add_env_reset(observation=observations[index], infos=infos[index])
-                    started.append(index)
-                    continue
-                steps += 1
-                extra = {key: value[index] for key, value in to_env.items()}
-                extra[WEIGHTS_SEQ_NO] = self._weights_seq_no
-                episode.add_env_step(
-                    observation=observations[index], action=actions[index],
-                    reward=rewards[index], infos=infos[index], terminated=terminateds[index],
-                    truncated=truncateds[index], extra_model_outputs=extra,
-                )  # fmt: skip
+            started = self._record(episodes, results, actions, to_env)
+            steps += len(episodes) - len(started)  # a reset is not a step
             # what LatestObservationsToTensor stacks from the episodes, before any is replaced
-            self._cached_to_module = {Columns.OBS: torch.from_numpy(np.array(observations))}
+            self._cached_to_module = {Columns.OBS: torch.from_numpy(np.array(results[0]))}
             self._after_step(episodes, started, done)
         return self._finish_sample(steps, done)
+
+    def _record(self, episodes: list[SingleAgentEpisode], results: tuple[Any, ...],
+                actions: Any, outputs: dict[str, Any]) -> list[int]:  # fmt: skip
+        """Add a vector step's results to the episodes, as RLlib's loop does; the envs
+        that reset instead (their episodes ended on the step before)."""
+        observations, rewards, terminateds, truncateds, infos = results
+        started = []
+        for index, episode in enumerate(episodes):
+            if not episode.is_reset:
+                episode.add_env_reset(observation=observations[index], infos=infos[index])
+                started.append(index)
+                continue
+            extra = {key: value[index] for key, value in outputs.items()}
+            extra[WEIGHTS_SEQ_NO] = self._weights_seq_no
+            episode.add_env_step(
+                observation=observations[index], action=actions[index], reward=rewards[index],
+                infos=infos[index], terminated=terminateds[index], truncated=truncateds[index],
+                extra_model_outputs=extra,
+            )  # fmt: skip
+        return started
 
     def _act(self, to_module: dict[str, Any], explore: bool,
              sampler: SampleCategoricalActions) -> dict[str, Any]:  # fmt: skip
