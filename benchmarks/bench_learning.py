@@ -51,12 +51,12 @@ from koholint.env.zelda import MILESTONES, ZeldaEnv
 
 EPISODE = 1024
 ROBUSTIFY: dict[str, Any] = {
-    "phase": "robustify", "planner": "rules", "sil_weight": 0.1, "curiosity_weight": 0.0,
+    "phase": "robustify", "planner": "rules", "sil": {"weight": 0.1}, "curiosity_weight": 0.0,
     "env": {"reward_mode": "progress", "max_episode_steps": 2048,
             "reward_weights": {"new_room": 0.0, "rupee": 0.0, "kill": 0.0}},
-    "gamma": 0.999, "curriculum_threshold": 0.1, "curriculum_time_factor": 3.0,
-    "curriculum_passes": 3,
-    "curriculum_trajectory": "benchmarks/results/win/explore-seed0-health-short.actions",
+    "gamma": 0.999,
+    "curriculum": {"threshold": 0.1, "time_factor": 3.0, "passes": 3,
+                   "trajectory": "benchmarks/results/win/explore-seed0-health-short.actions"},
     "checkpoint_every_iterations": 244,
 }  # fmt: skip
 GOAL_WIN_RATE = 0.9
@@ -76,7 +76,7 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
     # paid a detour, BENCHMARKS.md), gamma 0.999, three walks of the route, a policy
     # checkpoint every ~250k steps
     "robustify": ROBUSTIFY,
-    "robustify+swarm": {**ROBUSTIFY, "swarm_share": 0.25},
+    "robustify+swarm": {**ROBUSTIFY, "curriculum": {**ROBUSTIFY["curriculum"], "swarm_share": 0.25}},
 }
 WINDOW = 100
 
@@ -115,13 +115,14 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
 def train(
     config_name: str, steps: int, seed: int, workers: int, envs: int, episodes: int = 100
 ) -> dict[str, Any]:
-    from trainer.ppo.config import Deployment, resolve
+    from trainer.config import Deployment
+    from trainer.ppo.config import TrainConfig
     from trainer.ppo.run import TrainingRun
 
     folder = tempfile.mkdtemp(prefix=f"learning-{config_name}-")
     settings = dict(PPO_CONFIGS[config_name])
     env = {"max_episode_steps": EPISODE, **settings.pop("env", {})}
-    config = resolve(
+    config = TrainConfig.load(
         {
             "run": f"learning-{config_name.replace('+', '-')}", "total_env_steps": steps, "seed": seed,
             "env": env, "num_env_runners": workers, "envs_per_env_runner": envs,

@@ -28,17 +28,18 @@ EPISODE = 1024
 FULL = {"curiosity_weight": 1.0, "archive_restart_every": 4}
 CONTINUATIONS: dict[str, dict[str, Any]] = {
     "full": {},
-    "full+rm-shaping": {"reward_model": "VERSION"},
-    "full+sil": {"sil_weight": "SIL"},
+    "full+rm-shaping": {"reward": {"model": "VERSION"}},
+    "full+sil": {"sil": {"weight": "SIL"}},
 }
 
 
 def train(run: str, steps: int, seed: int, folder: Path, workers: int, envs: int,
           **settings: Any) -> dict[str, Any]:  # fmt: skip
-    from trainer.ppo.config import Deployment, resolve
+    from trainer.config import Deployment
+    from trainer.ppo.config import TrainConfig
     from trainer.ppo.run import TrainingRun
 
-    config = resolve({
+    config = TrainConfig.load({
         "run": run, "total_env_steps": steps, "seed": seed, "env": {"max_episode_steps": EPISODE},
         "num_env_runners": workers, "envs_per_env_runner": envs, "checkpoint_every_iterations": 1000,
         **FULL, **settings,
@@ -82,13 +83,14 @@ def one_seed(seed: int, args: argparse.Namespace) -> dict[str, Any]:
     print(f"seed {seed}: base {base}\nseed {seed}: reward model {status}", flush=True)
     rows = {"base": base, "reward_model": status}
     for name, settings in CONTINUATIONS.items():
-        if settings.get("reward_model") and status["state"] != "published":
+        if "reward" in settings and status["state"] != "published":
             rows[name] = {"skipped": "no reward model was published"}
             continue
-        values = {key: {"VERSION": status.get("version"), "SIL": args.sil_weight}.get(value, value)
-                  for key, value in settings.items()}  # fmt: skip
-        if "reward_model" in values:
-            values["shaping_scale"] = args.shaping_scale
+        chosen = {"VERSION": status.get("version"), "SIL": args.sil_weight}
+        values = {group: {key: chosen.get(value, value) for key, value in fields.items()}
+                  for group, fields in settings.items()}  # fmt: skip
+        if "reward" in values:
+            values["reward"]["shaping_scale"] = args.shaping_scale
         rows[name] = train(f"{name.replace('+', '-')}-s{seed}", args.base_steps + args.steps, seed,
                            folder, args.workers, args.envs, resume_from=checkpoint,
                            export_every_episodes=0, **values)  # fmt: skip

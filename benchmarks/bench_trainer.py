@@ -90,11 +90,12 @@ def stable_baselines(steps: int, envs: int, processes: bool = False) -> float:
 
 
 def training(steps: int, ray_address: str = "", **overrides: object) -> float:
-    from trainer.ppo.config import Deployment, resolve
+    from trainer.config import Deployment
+    from trainer.ppo.config import TrainConfig
     from trainer.ppo.run import TrainingRun
 
     folder = tempfile.mkdtemp()
-    config = resolve({"total_env_steps": steps, **overrides}, environ={})
+    config = TrainConfig.load({"total_env_steps": steps, **overrides}, environ={})
     deployment = Deployment(
         store_url=f"{folder}/store", run_dir=f"{folder}/runs", ray_address=ray_address
     )

@@ -8,7 +8,7 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.bus import STREAM_POSITIONS
-from koholint.env.zelda import MAX_FRAME_SKIP
+from koholint.schemas.env import MAX_FRAME_SKIP
 from koholint.schemas.env_sim import MAX_BATCH
 from koholint.web.telemetry import TracingExporter
 

@@ -138,14 +138,7 @@ class SessionManager:
     def _make_env(settings: SessionSettings, rom_path: str, start: Any) -> ZeldaEnv:
         if isinstance(start, bytes):
             check_state(rom_path, start)
-        env = ZeldaEnv(
-            {
-                "rom": rom_path, "start_state": start, "frame_skip": settings.frame_skip,
-                "sticky_action_probability": settings.sticky_action_probability,
-                "latch_steps": settings.latch_steps, "max_episode_steps": settings.max_episode_steps,
-                "reward_mode": settings.reward_mode, "cartridge_seed": settings.cartridge_seed,
-            }
-        )  # fmt: skip
+        env = ZeldaEnv({**settings.env_settings(), "rom": rom_path, "start_state": start})
         try:
             env.reset(seed=settings.seed)
         except (UnknownStateError, SaveStateError) as error:

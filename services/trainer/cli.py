@@ -1,48 +1,50 @@
 """`koholint train`: the trainer's command, added to the CLI through an entry point.
 
-Its flags are generated from the settings' fields (trainer/ppo/config.py): a field's docstring
-is its help, a flag beats the field's environment variable, which beats the default.
+Its flags are derived from the settings' models (trainer/ppo/config.py, trainer/config.py): a
+field's docstring is its help, a flag beats the field's environment variable, which beats the
+default.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import dataclasses
+import functools
 import os
 import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_origin
+from typing import Any, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 
 # At import, not inside register(): an image without the trainer's dependencies then fails
 # to load this module, and the CLI lists `train` as not installed instead of failing.
-from pydantic._internal._docs_extraction import extract_docstrings_from_cls
-
-from koholint.env.zelda import EnvConfig
-from trainer.config import Settings
+from trainer.config import Deployment
 from trainer.ppo.config import (
-    OPERATOR_ENV_SETTINGS,
     TrainConfig,
     TrainConfigError,
     environment_variable,
-    parse_text,
-    resolve,
+    field_paths,
+    from_text,
     set_path,
 )
 
 SHORT_FLAGS = {
-    "total_env_steps": "--steps",
-    "num_env_runners": "--workers",
-    "envs_per_env_runner": "--envs",
-    "resume_from": "--resume",
-    "env.max_episode_steps": "--episode-length",
-    "train_batch_size": "--batch",
-    "minibatch_size": "--minibatch",
-    "store_url": "--store",
+    "total_env_steps": ["--steps"],
+    "num_env_runners": ["--workers"],
+    "envs_per_env_runner": ["--envs"],
+    "resume_from": ["--resume"],
+    "env.max_episode_steps": ["--episode-length"],
+    "train_batch_size": ["--batch"],
+    "minibatch_size": ["--minibatch"],
+    "store_url": ["--store"],
+    "reward.shaping_scale": ["--shaping-scale"],
+    "curriculum.swarm_share": ["--swarm-share"],
 }
-"""Flags the README and the seed's users know, besides the generated --field-name."""
+"""Flags the README and the seed's users know, besides the generated --path-of-the-field."""
 DEPLOYMENT = "deployment."
 
 
@@ -58,8 +60,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         elif dest.startswith("setting."):
             set_path(run_flags, dest.removeprefix("setting."), value)
     try:
-        config = resolve(run_flags, source="flag")
-        deployment = Settings(**deployment_flags).deployment()
+        config = TrainConfig.load(run_flags, source="flag")
+        deployment = Deployment(**deployment_flags)
         run = TrainingRun(config, deployment)
         run.preflight()
     except TrainConfigError as error:
@@ -174,46 +176,35 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting: the run's fields, the env's (--env-...), the deployment's."""
+    """One flag per setting, derived from the models: the run's (nested ones as
+    --group-field), then the deployment's."""
     run = parser.add_argument_group("run settings (also the body of POST /v1/runs)")
-    for name, field in TrainConfig.model_fields.items():
-        if name == "env":
-            continue
-        many = get_origin(field.annotation) is list or "list[" in str(field.annotation)
-        _add_flag(run, name, f"setting.{name}", field.description or "", environment_variable(name),
-                  field.default, parse_text, many)  # fmt: skip
-    env = parser.add_argument_group("env settings (the env object of POST /v1/runs)")
-    docs = _env_docs()
-    defaults = TrainConfig().env
-    for item in dataclasses.fields(EnvConfig):
-        if item.name in OPERATOR_ENV_SETTINGS:
-            continue
-        path = f"env.{item.name}"
-        _add_flag(env, path, f"setting.{path}", docs.get(item.name, ""), environment_variable(path),
-                  getattr(defaults, item.name), parse_text, False, flag="--env-" + item.name.replace("_", "-"))  # fmt: skip
+    defaults = TrainConfig.model_construct()
+    for path, field in field_paths().items():
+        default = _default_at(defaults, path)
+        many = get_origin(field.annotation) is list
+        _add_flag(run, path, f"setting.{path}", field, environment_variable(path), default, many)
     deployment = parser.add_argument_group("deployment (the service takes these from its settings)")
-    for name, field in Settings.model_fields.items():
-        if name not in ("store_url", "run_dir", "redis_url", "ray_address", "planner_url"):
-            continue
-        variable = (
-            "KOHOLINT_TRAINER_"
-            + name.upper()
-            + (" or RAY_ADDRESS" if name == "ray_address" else "")
-        )
-        _add_flag(deployment, name, f"{DEPLOYMENT}{name}", field.description or "", variable,
-                  field.default, str, False)  # fmt: skip
+    for name, field in Deployment.model_fields.items():
+        variable = environment_variable(name) + (" or RAY_ADDRESS" if name == "ray_address" else "")
+        _add_flag(deployment, name, f"{DEPLOYMENT}{name}", field, variable, field.default, False)
 
 
-def _add_flag(group: Any, path: str, dest: str, text: str, variable: str, default: Any,
-              kind: Any, many: bool, flag: str = "") -> None:  # fmt: skip
-    flags = [flag or "--" + path.replace("_", "-")]
-    if path in SHORT_FLAGS:
-        flags.insert(0, SHORT_FLAGS[path])
-    shown = getattr(default, "__dict__", default)
-    help_text = " ".join(text.split()).replace("%", "%%") + f" ({variable}; default {shown})"
-    group.add_argument(*flags, dest=dest, type=kind, nargs="+" if many else None,
-                       default=argparse.SUPPRESS, help=help_text, metavar="VALUE")  # fmt: skip
+def _default_at(model: Any, path: str) -> Any:
+    """The trainer's default at a dotted path (the env's as the trainer sets them)."""
+    value = model
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
 
 
-def _env_docs() -> dict[str, str]:
-    return extract_docstrings_from_cls(EnvConfig, use_inspect=True)
+def _add_flag(group: Any, path: str, dest: str, field: FieldInfo, variable: str, default: Any,
+              many: bool) -> None:  # fmt: skip
+    flags = [*SHORT_FLAGS.get(path, []), "--" + path.replace(".", "-").replace("_", "-")]
+    shown = default.model_dump() if isinstance(default, BaseModel) else default
+    text = " ".join((field.description or "").split()).replace("%", "%%")
+    help_text = f"{text} ({variable}; default {shown})"
+    annotation = get_args(field.annotation)[0] if many else field.annotation
+    group.add_argument(*flags, dest=dest, type=functools.partial(from_text, annotation),
+                       nargs="+" if many else None, default=argparse.SUPPRESS, help=help_text,
+                       metavar="VALUE")  # fmt: skip

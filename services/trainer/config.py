@@ -1,7 +1,9 @@
-"""The trainer service's settings: deployment facts that belong to the operator, never to a request.
+"""The trainer's deployment: where runs keep their files and find their services.
 
-The deployment fields (store, run folder, Redis, Ray, planner URL) are ``Deployment``'s, read
-here from KOHOLINT_TRAINER_* (``RAY_ADDRESS``, Ray's own name, also works).
+``Deployment`` is what only the operator chooses (store, run folder, Redis, Ray, the planner's
+URL): the service reads it from KOHOLINT_TRAINER_* (``RAY_ADDRESS``, Ray's own name, also
+works) and ``koholint train`` takes it as flags; a request body never sets it. ``Settings``
+adds what the service alone needs.
 """
 
 from __future__ import annotations
@@ -11,36 +13,49 @@ import ipaddress
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from koholint.web.telemetry import TracingExporter
-from trainer.ppo.config import Deployment
+from koholint.web.settings import ServiceSettings
+
+PREFIX = "KOHOLINT_TRAINER_"
 
 
-class Settings(BaseSettings, Deployment):
+class Deployment(BaseSettings):
+    """Where a run keeps its files and finds its services: the operator's choice."""
+
     model_config = SettingsConfigDict(
-        env_prefix="KOHOLINT_TRAINER_", extra="ignore", populate_by_name=True
+        env_prefix=PREFIX, extra="ignore", populate_by_name=True, use_attribute_docstrings=True
     )
 
+    store_url: str = Field("runs/store", max_length=4096)
+    """object store: a path, file:// or s3:// (episodes, archive, checkpoints)"""
+    run_dir: str = Field("runs", max_length=4096)
+    """local folder for Ray's files, the learning curve and logs (one folder per run)"""
+    redis_url: str = Field("", max_length=4096)
+    """Redis for the koholint.segments stream; empty = no bus"""
     ray_address: str = Field(
         "",
-        validation_alias=AliasChoices("ray_address", "KOHOLINT_TRAINER_RAY_ADDRESS", "RAY_ADDRESS"),
-        description="join this Ray cluster (KubeRay); empty starts Ray locally, on loopback",
+        max_length=4096,
+        validation_alias=AliasChoices("ray_address", f"{PREFIX}RAY_ADDRESS", "RAY_ADDRESS"),
     )
-    host: str = Field(
-        "127.0.0.1",
-        description="the address the service listens on (as `koholint serve --host`); beyond "
-        "loopback it refuses to start without a token",
+    """join this Ray cluster (KubeRay); empty starts Ray locally, on loopback"""
+    planner_url: str = Field("", max_length=4096)
+    """the planner service (planner=http) or the language-model base URL (local, llm-d)"""
+
+
+class Settings(ServiceSettings, Deployment):
+    """The trainer service: its deployment, who may control runs, how many it remembers."""
+
+    model_config = SettingsConfigDict(
+        env_prefix=PREFIX, extra="ignore", populate_by_name=True, use_attribute_docstrings=True
     )
-    token: SecretStr = Field(
-        SecretStr(""),
-        description="bearer token that POST requests (run control) must carry; required when "
-        "the service listens beyond localhost",
-    )
-    max_kept_runs: int = Field(
-        20, ge=1, le=10_000, description="finished and failed runs kept in memory (and /metrics)"
-    )
-    max_body_bytes: int = Field(64 * 1024, ge=1024, description="request body limit")
-    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
-    log_level: str = "INFO"
+
+    host: str = Field("127.0.0.1", max_length=255)
+    """the address the service listens on (as `koholint serve --host`); beyond loopback it
+    refuses to start without a token"""
+    token: SecretStr = Field(SecretStr(""), max_length=4096)
+    """bearer token that POST requests (run control) must carry; required when the service
+    listens beyond localhost"""
+    max_kept_runs: int = Field(20, ge=1, le=10_000)
+    """finished and failed runs kept in memory (and /metrics)"""
 
     def deployment(self) -> Deployment:
         return Deployment.model_validate(self.model_dump(include=set(Deployment.model_fields)))

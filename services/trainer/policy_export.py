@@ -73,8 +73,8 @@ def export_policy(
         "run": run, "env_steps": env_steps,
         "checkpoint": f"{run}-step{env_steps:012d}" if run and env_steps is not None else checkpoint.name,
         "phase": config.get("phase", "train"), "hidden_sizes": config.get("hidden_sizes"),
-        "curriculum_trajectory": config.get("curriculum_trajectory", ""),
-        "sil_weight": config.get("sil_weight", 0.0), "seed": config.get("seed", 0),
+        "curriculum_trajectory": _nested(config, "curriculum", "trajectory", ""),
+        "sil_weight": _nested(config, "sil", "weight", 0.0), "seed": config.get("seed", 0),
     }  # fmt: skip
     try:
         return write_policy(
@@ -82,6 +82,13 @@ def export_policy(
         )
     except PolicyFileError as error:
         raise ExportError(f"checkpoint {checkpoint}: {error}") from None
+
+
+def _nested(config: Mapping[str, Any], group: str, name: str, default: Any) -> Any:
+    """A run's nested setting; checkpoints written before settings were nested have it flat."""
+    if isinstance(config.get(group), Mapping):
+        return config[group].get(name, default)
+    return config.get(f"{group}_{name}", default)
 
 
 def _module_state(checkpoint: Path) -> Mapping[str, Any]:

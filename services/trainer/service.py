@@ -19,7 +19,7 @@ from koholint.web.problems import (
 from koholint.web.telemetry import BackgroundSpan
 from trainer.config import Settings
 from trainer.ledger import CheckpointLedger, UnknownCheckpointError
-from trainer.ppo.config import TrainConfigError, resolve
+from trainer.ppo.config import TrainConfig, TrainConfigError
 from trainer.ppo.run import TrainingRun
 
 
@@ -56,7 +56,7 @@ class Trainer:
                 f"run {running.config.run} is active; stop it first", active_run=running.config.run
             )
         try:
-            config = resolve(overrides, self.environ, source="request body")
+            config = TrainConfig.load(overrides, self.environ, source="request body")
         except TrainConfigError as error:
             raise UnprocessableError(
                 str(error), errors=[{"field": error.field, "message": str(error)}]

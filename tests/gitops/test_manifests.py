@@ -604,11 +604,11 @@ def test_trainer_config_resolves_for_the_service_and_the_ray_job(
 ) -> None:
     pytest.importorskip("trainer")
     from trainer.config import Settings
-    from trainer.ppo.config import resolve
+    from trainer.ppo.config import TrainConfig
 
     for key, value in config_map_data(render(OVERLAYS["prod"]), "trainer-config").items():
         monkeypatch.setenv(key, value)
-    config = resolve({}, dict(os.environ))
+    config = TrainConfig.load({}, dict(os.environ))
     assert (config.num_env_runners, config.envs_per_env_runner, config.planner) == (5, 6, "http")
     settings = Settings()
     assert settings.store_url.startswith("s3://koholint")

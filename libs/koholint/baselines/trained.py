@@ -107,7 +107,7 @@ def write_policy(
     np.savez(buffer, **arrays)  # type: ignore[arg-type]
     weights = buffer.getvalue()
     settings = {key: value for key, value in env.items() if key != "rom"}
-    EnvConfig.from_mapping(settings).validate()
+    EnvConfig.parse(settings)
     document = {
         "schema_version": POLICY_SCHEMA_VERSION, "kind": POLICY_KIND, "env_id": ENV_ID,
         "encoder_version": encoder_version(), "observation_size": OBSERVATION_SIZE,
@@ -166,7 +166,7 @@ def load_policy(path: Path) -> TrainedPolicy:
     _check_trained_here(document, document_path)
     layers = _read_weights(document_path.parent / POLICY_WEIGHTS, document)
     try:
-        EnvConfig.from_mapping(document["env"]).validate()
+        EnvConfig.parse(document["env"])
     except (EnvConfigError, TypeError) as error:
         raise PolicyFileError(f"{document_path}: its env settings are invalid: {error}") from None
     return TrainedPolicy(layers, dict(document["env"]), str(document["planner"]),
@@ -383,7 +383,7 @@ def play_env(
     if settings.max_steps is not None:
         overrides["max_episode_steps"] = settings.max_steps
     try:
-        config = EnvConfig.from_mapping({**policy.env, **overrides})
+        config = EnvConfig.parse({**policy.env, **overrides})
         env: gym.Env[np.ndarray, Any] = ZeldaEnv(config)
     except EnvConfigError as error:
         raise PolicyFileError(f"play settings: {error}") from None

@@ -9,7 +9,6 @@ the RAM hash after every step; the first differing step is reported.
 from __future__ import annotations
 
 import base64
-import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ def ram_hash(env: ZeldaEnv) -> str:
 
 
 def config_to_json(config: EnvConfig) -> dict[str, Any]:
-    settings = dataclasses.asdict(config)
+    settings = config.model_dump()
     start = config.start_state
     if isinstance(start, bytes | bytearray):
         settings["start_state"] = {"base64": base64.b64encode(start).decode()}
@@ -54,7 +53,7 @@ def config_from_json(settings: dict[str, Any]) -> EnvConfig:
     start = settings.get("start_state")
     if isinstance(start, dict):
         settings["start_state"] = base64.b64decode(start["base64"])
-    return EnvConfig.from_mapping(settings)
+    return EnvConfig.parse(settings)
 
 
 class TrajectoryWriter:

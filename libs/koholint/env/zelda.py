@@ -10,15 +10,14 @@ Usage::
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from enum import IntEnum
 from pathlib import Path
 from typing import Any, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
+from pydantic import ValidationError
 
 from koholint.env.encoding import OBSERVATION_SIZE, encode
 from koholint.game import fastpath
@@ -32,11 +31,7 @@ from koholint.game.ram import (
 )
 from koholint.game.state import RawState, count_visited_rooms
 from koholint.game.states import load_named_state
-
-MAX_FRAME_SKIP = 60
-MAX_EPISODE_STEPS = 10_000_000
-MAX_LATCH_STEPS = 64
-MAX_COVERAGE_BIN = 160
+from koholint.schemas.env import EnvSettings, RewardMode, StartState
 
 
 class Action(IntEnum):
@@ -72,115 +67,50 @@ REWARD_COMPONENTS = (
     "coverage",
 )
 EXTRINSIC_COMPONENTS = ("new_room", "item", "key", "kill", "win", "rupee", "damage", "death")
-REWARD_MODES: dict[str, frozenset[str]] = {
+REWARD_MODES: dict[RewardMode, frozenset[str]] = {
     "sparse": frozenset({"win"}),
     "progress": frozenset(EXTRINSIC_COMPONENTS),
     "progress+coverage": frozenset(REWARD_COMPONENTS),
 }
-
-StartState = str | bytes | Callable[[np.random.Generator], bytes] | None
 
 
 class EnvConfigError(ValueError):
     """An environment setting that cannot work; the message names it and the fix."""
 
 
-@dataclass
-class RewardWeights:
-    """Weight of each reward component (a component counts events or units, see below)."""
+class EnvConfig(EnvSettings):
+    """Settings of ``koholint/Zelda-v1``; every field can be passed to ``gym.make``.
 
-    new_room: float = 1.0
-    """per room entered for the first time in the episode"""
-    item: float = 1.0
-    """per item gained (a new inventory item, a heart container)"""
-    key: float = 0.5
-    """per small key gained"""
-    kill: float = 0.25
-    """per enemy defeated (wKillCount); bounded, as beaten rooms stay beaten"""
-    win: float = 10.0
-    """once, when the instrument is taken (the credits start)"""
-    rupee: float = 0.02
-    """per rupee gained (spending is not penalised)"""
-    damage: float = -0.05
-    """per health point lost (8 per heart)"""
-    death: float = -1.0
-    """per death (Link passes out)"""
-    coverage: float = 0.05
-    """per (room, tile bin) cell visited for the first time in the episode"""
-
-
-@dataclass
-class EnvConfig:
-    """Settings of ``koholint/Zelda-v1``; every field can be passed to ``gym.make``."""
+    The game's settings are ``EnvSettings``' (``koholint.schemas.env``); these two are code's.
+    """
 
     rom: str | None = None
     """a Game Boy ROM path; None plays the bundled open test cartridge"""
-    start_state: StartState = "start_of_play"
-    """a named save state, state bytes, a callable(rng) -> bytes, or None for power-on"""
-    frame_skip: int = 4
-    """emulator frames per step (1..60)"""
-    sticky_action_probability: float = 0.0
-    """chance, each step, that the previous action repeats instead of the chosen one"""
-    latch_steps: int = 1
-    """a chosen direction is held for this many steps (1 = no latch); actions chosen while
-    latched are ignored (``info['action']`` reports what was applied)"""
-    max_episode_steps: int = 4096
-    """steps before the episode is truncated"""
-    reward_mode: str = "progress+coverage"
-    """which components count: 'sparse' (win only), 'progress', 'progress+coverage'"""
-    reward_weights: RewardWeights = field(default_factory=RewardWeights)
-    coverage_bin: int = 16
-    """side of a coverage cell in pixels (16 = one tile)"""
-    cartridge_seed: int | None = 0
-    """the cartridge's seed byte (C0F0) written at reset; None draws one per reset"""
     info_state: bool = True
     """put the structured state (GameState as a dict) in ``info['state']`` every step"""
 
-    def validate(self) -> None:
-        if not 1 <= self.frame_skip <= MAX_FRAME_SKIP:
-            raise EnvConfigError(
-                f"frame_skip={self.frame_skip}: use 1..{MAX_FRAME_SKIP} frames per step (4 is typical)"
-            )
-        if not 0.0 <= self.sticky_action_probability < 1.0:
-            raise EnvConfigError(
-                f"sticky_action_probability={self.sticky_action_probability}: use 0 <= p < 1"
-            )
-        if not 1 <= self.latch_steps <= MAX_LATCH_STEPS:
-            raise EnvConfigError(
-                f"latch_steps={self.latch_steps}: use 1..{MAX_LATCH_STEPS} (1 disables latching)"
-            )
-        if not 1 <= self.max_episode_steps <= MAX_EPISODE_STEPS:
-            raise EnvConfigError(
-                f"max_episode_steps={self.max_episode_steps}: use 1..{MAX_EPISODE_STEPS}"
-            )
-        if self.reward_mode not in REWARD_MODES:
-            raise EnvConfigError(
-                f"reward_mode={self.reward_mode!r}: choose one of {', '.join(REWARD_MODES)}"
-            )
-        if not 1 <= self.coverage_bin <= MAX_COVERAGE_BIN:
-            raise EnvConfigError(
-                f"coverage_bin={self.coverage_bin}: use 1..{MAX_COVERAGE_BIN} pixels"
-            )
-        if self.cartridge_seed is not None and not 0 <= self.cartridge_seed <= 255:
-            raise EnvConfigError(
-                f"cartridge_seed={self.cartridge_seed}: the seed is one byte, 0..255"
-            )
-
     @classmethod
-    def from_mapping(cls, values: Mapping[str, Any]) -> EnvConfig:
-        """Build from a dict (RLlib's env_config); unknown keys are an error naming them."""
-        known = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(values) - known)
-        if unknown:
-            raise EnvConfigError(f"unknown env settings {unknown}; known: {sorted(known)}")
-        settings = dict(values)
-        weights = settings.get("reward_weights")
-        if isinstance(weights, Mapping):
-            try:
-                settings["reward_weights"] = RewardWeights(**weights)
-            except TypeError as error:
-                raise EnvConfigError(f"reward_weights: {error}") from error
-        return cls(**settings)
+    def parse(cls, values: Mapping[str, Any]) -> EnvConfig:
+        """Build from a dict (RLlib's env_config, a stored policy's settings); a bad or
+        unknown setting is an EnvConfigError naming it and its bound."""
+        try:
+            return cls.model_validate(values)
+        except ValidationError as error:
+            raise EnvConfigError(settings_error(error)) from None
+
+    def replaced(self, **changes: Any) -> EnvConfig:
+        """A copy with `changes`, validated like the original."""
+        return self.parse({**dict(self), **changes})
+
+
+def settings_error(error: ValidationError) -> str:
+    """The first problem of a ValidationError as `field=value: why`."""
+    first = error.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    if first["type"] == "extra_forbidden":
+        return f"unknown env settings [{field!r}]; known: {sorted(EnvConfig.model_fields)}"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{field}={first.get('input')!r}: {message}"
 
 
 class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
@@ -218,15 +148,14 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
     def __init__(
         self,
-        config: EnvConfig | Mapping[str, Any] | None = None,
+        config: EnvSettings | Mapping[str, Any] | None = None,
         render_mode: str | None = None,
         **overrides: Any,
     ) -> None:
-        if config is None or isinstance(config, Mapping):
-            config = EnvConfig.from_mapping({**dict(config or {}), **overrides})
+        if not isinstance(config, EnvConfig):  # a mapping or the game's EnvSettings alone
+            config = EnvConfig.parse({**dict(config or {}), **overrides})
         elif overrides:
-            config = dataclasses.replace(config, **overrides)
-        config.validate()
+            config = config.replaced(**overrides)
         if render_mode not in (None, "rgb_array"):
             raise EnvConfigError(
                 f"render_mode={render_mode!r}: only 'rgb_array' (or None) is supported"

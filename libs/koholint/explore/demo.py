@@ -3,7 +3,6 @@ seen and been paid, step by step (Go-Explore's robustification imitates it, with
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,8 +26,8 @@ def demo_transitions(actions: bytes, env_config: EnvConfig) -> DemoTransitions:
     """Replay `actions` under the training env's reward settings from ``start_of_play``,
     without sticky actions or latch and with the rules planner's hybrid control (as phase 1
     found them); refuse a trajectory that does not end at the credits."""
-    config = dataclasses.replace(
-        env_config, start_state="start_of_play", sticky_action_probability=0.0, latch_steps=1,
+    config = env_config.replaced(
+        start_state="start_of_play", sticky_action_probability=0.0, latch_steps=1,
         cartridge_seed=0, info_state=False, max_episode_steps=2 * len(actions) + 2,
     )  # fmt: skip
     env = PlannerControlWrapper(ZeldaEnv(config), RulesBackend())

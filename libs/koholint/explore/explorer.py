@@ -32,7 +32,7 @@ from multiprocessing.util import Finalize
 import numpy as np
 
 from koholint.env.archive import Archive, Cell
-from koholint.env.zelda import MAX_FRAME_SKIP, MILESTONES, ZeldaEnv
+from koholint.env.zelda import MILESTONES, ZeldaEnv
 from koholint.explore.cells import cell_of
 from koholint.explore.runner import (
     ALL_ACTIONS,
@@ -42,6 +42,7 @@ from koholint.explore.runner import (
     RunTask,
     exploration_env,
 )
+from koholint.schemas.env import MAX_FRAME_SKIP
 
 MAX_WORKERS = 64
 MAX_ENV_STEPS = 1_000_000_000

@@ -3,26 +3,21 @@
 Request bodies take JSON types as JSON Schema does (``{"action": "1"}`` or ``true`` is refused,
 naming the field; ``1.0`` is the integer 1) and
 carry every limit the server enforces, so the OpenAPI spec states them; the environment's
-limits come from ``koholint.env.zelda``, where they are defined once.
+limits come from ``koholint.schemas.env``, where they are declared once.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
-from koholint.env.zelda import (
-    MAX_EPISODE_STEPS,
-    MAX_FRAME_SKIP,
-    MAX_LATCH_STEPS,
-    REWARD_MODES,
-    Action,
-)
+from koholint.env.zelda import Action
 from koholint.game.state import GameState
 from koholint.game.states import STATE_NAMES
-from koholint.schemas.fields import JsonFloat, JsonInt, Seed, number_not_text
+from koholint.schemas.env import EnvSettings
+from koholint.schemas.fields import JsonInt, Seed, number_not_text
 
 ENV_SIM_SCHEMA_VERSION = 1
 
@@ -38,17 +33,12 @@ ADDRESS_SPACE = 0x10000
 MAX_MEMORY_READ = 4096
 
 
-CartridgeSeed = Annotated[int, Field(ge=0, le=255), BeforeValidator(number_not_text)]
 # Constraints before the validator, so that pydantic writes them into the schema as limits.
 ActionId = Annotated[
     int,
     Field(ge=0, le=LAST_ACTION, description="koholint.env.zelda.Action"),
     BeforeValidator(number_not_text),
 ]
-if TYPE_CHECKING:
-    RewardMode = str
-else:  # the modes as an enum in the spec, from the env's one definition of them
-    RewardMode = Literal[tuple(REWARD_MODES)]
 
 
 class _Body(BaseModel):
@@ -61,29 +51,20 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class SessionSettings(_Request):
-    """How a session's environment is made."""
+class SessionSettings(EnvSettings):
+    """How a session's environment is made: the game's settings (``EnvSettings``), the ROM,
+    a saved state to start from and the seed."""
 
-    rom_id: str = Field(
-        CARTRIDGE_ROM_ID,
-        pattern=ROM_ID_PATTERN,
-        description="'cartridge' or a ROM sha256 from GET /v1/roms",
-    )
-    start_state: str | None = Field(
-        "start_of_play", pattern=STATE_NAME_PATTERN, description="a named state; null = power-on"
-    )
-    saved_state_id: str | None = Field(
-        None,
-        pattern=STATE_ID_PATTERN,
-        description="a state saved with POST .../save; overrides start_state",
-    )
+    rom_id: str = Field(CARTRIDGE_ROM_ID, pattern=ROM_ID_PATTERN)
+    """'cartridge' or a ROM sha256 from GET /v1/roms"""
+    saved_state_id: str | None = Field(None, pattern=STATE_ID_PATTERN)
+    """a state saved with POST .../save; overrides start_state"""
     seed: Seed = 0
-    frame_skip: JsonInt = Field(4, ge=1, le=MAX_FRAME_SKIP)
-    sticky_action_probability: JsonFloat = Field(0.0, ge=0.0, lt=1.0)
-    latch_steps: JsonInt = Field(1, ge=1, le=MAX_LATCH_STEPS)
-    max_episode_steps: JsonInt = Field(4096, ge=1, le=MAX_EPISODE_STEPS)
-    reward_mode: RewardMode = "progress+coverage"
-    cartridge_seed: CartridgeSeed | None = Field(0, description="the game's own RNG seed")
+    """seeds the episode's randomness (sticky actions, a drawn cartridge seed)"""
+
+    def env_settings(self) -> dict[str, Any]:
+        """The game's settings alone, to hand to the environment."""
+        return {name: getattr(self, name) for name in EnvSettings.model_fields}
 
 
 class SessionInfo(_Body):

@@ -16,7 +16,6 @@ import hashlib
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,35 +27,16 @@ from koholint.explore.trajectory import winning_demo
 if TYPE_CHECKING:
     from koholint.explore import Progress
     from koholint.schemas.trainer import RunStatus
-    from trainer.ppo.config import TrainConfig
+    from trainer.ppo.config import Curriculum, TrainConfig
 
 MAX_TRAJECTORY_BYTES = 1_000_000
 logger = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class CurriculumSettings:
-    """How the curriculum moves (TrainConfig's curriculum_* fields)."""
-
-    trajectory: str
-    """path of the winning actions (``win.actions`` from ``koholint explore``)"""
-    every: int = 8
-    """a start state every this many steps of the trajectory"""
-    threshold: float = 0.2
-    """move the start earlier when this share of episodes from it wins (Go-Explore: 0.1-0.2)"""
-    window: int = 20
-    """episodes from the current start the share is measured over"""
-    move_by: int = 16
-    """steps the start moves earlier each time"""
-    swarm_share: float = 0.0
-    """share of episodes that start at the best progress level any env has reached"""
-    review_share: float = 0.0
-    """share of episodes that start at a random demo state later than the current start"""
-    passes: int = 1
-    """walks of the route from the end (a new one when the policy wins from the beginning)"""
-    time_factor: float = 2.0
-    """an episode from demo step s may take time_factor * (length - s) + 64 steps"""
-    max_episode_steps: int = 4096
+DEMO_STATE_EVERY = 8
+"""a start state every this many steps of the trajectory"""
+SUCCESS_WINDOW = 20
+"""episodes from the current start its success share is measured over"""
 
 
 def read_trajectory(path: str) -> bytes:
@@ -76,15 +56,20 @@ def read_trajectory(path: str) -> bytes:
     return actions
 
 
-def build_curriculum(settings: CurriculumSettings) -> LocalCurriculum:
+def build_curriculum(
+    settings: Curriculum,
+    max_episode_steps: int,
+    *,
+    window: int = SUCCESS_WINDOW,
+    every: int = DEMO_STATE_EVERY,
+) -> LocalCurriculum:
     actions = read_trajectory(settings.trajectory)
-    demo = winning_demo(actions, every=settings.every)
+    demo = winning_demo(actions, every=every)
     return LocalCurriculum(
-        demo, len(actions), threshold=settings.threshold, window=settings.window,
+        demo, len(actions), threshold=settings.threshold, window=window,
         move_by=settings.move_by, swarm_share=settings.swarm_share,
         review_share=settings.review_share, passes=settings.passes,
-        time_factor=settings.time_factor,
-        max_episode_steps=settings.max_episode_steps,
+        time_factor=settings.time_factor, max_episode_steps=max_episode_steps,
     )  # fmt: skip
 
 
@@ -92,8 +77,8 @@ def build_curriculum(settings: CurriculumSettings) -> LocalCurriculum:
 class CurriculumActor:
     """The run's curriculum, shared by every env runner."""
 
-    def __init__(self, settings: CurriculumSettings) -> None:
-        self.curriculum = build_curriculum(settings)
+    def __init__(self, settings: Curriculum, max_episode_steps: int) -> None:
+        self.curriculum = build_curriculum(settings, max_episode_steps)
         self.trajectory_sha256 = hashlib.sha256(read_trajectory(settings.trajectory)).hexdigest()
 
     def state(self) -> dict[str, Any]:
@@ -159,14 +144,10 @@ def start_curriculum(config: TrainConfig) -> Any:
     """The run's CurriculumActor when it robustifies (call inside the run's Ray), else None."""
     if config.phase not in ("robustify", "both"):
         return None
-    settings = CurriculumSettings(
-        config.curriculum_trajectory, threshold=config.curriculum_threshold,
-        move_by=config.curriculum_move_by, swarm_share=config.swarm_share,
-        review_share=config.curriculum_review_share, passes=config.curriculum_passes,
-        time_factor=config.curriculum_time_factor, max_episode_steps=config.env.max_episode_steps,
-    )  # fmt: skip
     name = curriculum_actor_name(config.run)
-    return CurriculumActor.options(name=name).remote(settings)  # type: ignore[attr-defined]
+    return CurriculumActor.options(name=name).remote(  # type: ignore[attr-defined]
+        config.curriculum, config.env.max_episode_steps
+    )  # type: ignore[attr-defined]
 
 
 def run_phase_one(

@@ -34,10 +34,12 @@ from koholint.env.wrappers import (
 )
 from koholint.env.wrappers.curiosity import CuriosityVectorWrapper
 from koholint.env.wrappers.positions import process_position_publisher
+from koholint.env.zelda import EnvConfig
 from koholint.planning.backends import Backend, make_backend
 from koholint.planning.llm import TEXT_ROUTES
 from koholint.store import open_store
-from trainer.ppo.config import Deployment, TrainConfig
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.curriculum import RayCurriculumSource, curriculum_actor_name
 
 
@@ -156,7 +158,9 @@ def rllib_env_config(
     on each env runner: the env's settings (validated once, in TrainConfig) and the wrapping."""
     wrap = functools.partial(wrap_train_env, config, deployment, archive_actor)
     vector = "episode-end" if config.lean_sampling else "sync"
-    settings = {"config": config.env, "wrap": wrap, "vector": vector}
+    # nothing in the trainer reads info['state'], and building it costs per step
+    env = EnvConfig.parse({**dict(config.env), "info_state": False})
+    settings = {"config": env, "wrap": wrap, "vector": vector}
     if config.curiosity_weight > 0:  # one RND pass a step for all of a runner's envs
         settings["wrap_vector"] = functools.partial(wrap_train_vector, config)
     return settings
@@ -184,15 +188,15 @@ def wrap_train_env(
     if robustify:  # the curriculum chooses every start: the archive's restarts stay off
         actor = ray.get_actor(curriculum_actor_name(config.run))
         env = CurriculumWrapper(
-            env, RayCurriculumSource(actor), end_on_death=config.curriculum_end_on_death
+            env, RayCurriculumSource(actor), end_on_death=config.curriculum.end_on_death
         )
     if config.archive_restart_every and not robustify:
         source = process_archive_source(archive_actor)
         env = GoExploreWrapper(
             env, source, restart_every=config.archive_restart_every, known=source.known_here
         )
-    if config.reward_model:  # off until the driver hands over a version (trainer/ppo/shaping.py)
-        env = ShapingWrapper(env, gamma=config.gamma, scale=config.shaping_scale)
+    if config.reward.model:  # off until the driver hands over a version (trainer/ppo/shaping.py)
+        env = ShapingWrapper(env, gamma=config.gamma, scale=config.reward.shaping_scale)
     if config.export_every_episodes:
         exporter = process_exporter(deployment.store_url, deployment.redis_url)
         env = SegmentRecorder(

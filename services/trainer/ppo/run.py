@@ -1,6 +1,6 @@
 """A training run, top to bottom: preflight, Ray, PPO on the new API stack, checkpoints, curve.
 
-run = TrainingRun(resolve({"total_env_steps": 20_000}), Deployment())
+run = TrainingRun(TrainConfig.load({"total_env_steps": 20_000}), Deployment())
 run.run(on_iteration=print)   # blocking; run.stop() from another thread ends it early
 """
 
@@ -22,13 +22,14 @@ from koholint.env.zelda import MILESTONES
 from koholint.reward.model import RewardModelError
 from koholint.schemas.trainer import CheckpointRecord, RunStatus
 from koholint.store import ObjectStore, StoreError, open_store
+from trainer.config import Deployment
 from trainer.ledger import (
     RUN_STATE_FILE,
     CheckpointLedger,
     UnknownCheckpointError,
     checkpoint_owner,
 )
-from trainer.ppo.config import Deployment, TrainConfig, TrainConfigError
+from trainer.ppo.config import TrainConfig, TrainConfigError
 from trainer.ppo.curriculum import run_phase_one, start_curriculum
 from trainer.ppo.ray_node import check_cluster, host_and_port, ray_for_run
 from trainer.ppo.shaping import ShapingDriver, check_reward_model
@@ -80,9 +81,9 @@ class TrainingRun:
             except (UnknownCheckpointError, StoreError) as error:
                 raise TrainConfigError(f"resume_from: {error}", "resume_from") from None
         try:
-            check_reward_model(config.reward_model, self._store)
+            check_reward_model(config.reward.model, self._store)
         except RewardModelError as error:
-            raise TrainConfigError(f"reward_model: {error}", "reward_model") from None
+            raise TrainConfigError(f"reward.model: {error}", "reward.model") from None
         if config.planner in ("http", "llm-d") and not deployment.planner_url:
             raise TrainConfigError(
                 f"planner={config.planner} needs planner_url (KOHOLINT_TRAINER_PLANNER_URL)",
@@ -131,7 +132,7 @@ class TrainingRun:
                 raise RuntimeError(
                     "phase 1 found no win within explore_env_steps: nothing to robustify"
                 )
-            self.config.curriculum_trajectory = str(trajectory)
+            self.config.curriculum.trajectory = str(trajectory)
             self.status.env_steps = 0  # the training phase counts its own steps
         cpus = max(2, self.config.num_env_runners + 1)
         with ray_for_run(self.deployment.ray_address, run_dir, cpus):
@@ -153,8 +154,8 @@ class TrainingRun:
         resumed_steps = 0
         if self._resume is not None:
             resumed_steps = self._restore(algo, store, self._resume, ledger, run_dir)
-        self._shaping = ShapingDriver(config.reward_model, store, redis_url=self.deployment.redis_url,
-                                      run=config.run) if config.reward_model else None  # fmt: skip
+        self._shaping = ShapingDriver(config.reward.model, store, redis_url=self.deployment.redis_url,
+                                      run=config.run) if config.reward.model else None  # fmt: skip
         self.status.state = "running"
         started, last_steps = time.perf_counter(), self.status.env_steps
         while not self._stop.is_set() and self.status.env_steps < config.total_env_steps:
@@ -364,9 +365,7 @@ def learner_settings(config: TrainConfig) -> dict[str, Any]:
 
     settings = sil_training_settings(
         SilSettings(  # self-imitation, inside the learner
-            weight=config.sil_weight,
-            capacity=config.sil_capacity,
-            period=config.sil_period,
+            **config.sil.model_dump(),
             batch_size=config.minibatch_size,
             gamma=config.gamma,
             seed=config.seed,
@@ -381,9 +380,9 @@ def learner_settings(config: TrainConfig) -> dict[str, Any]:
 
 def demo_settings(config: TrainConfig) -> dict[str, Any]:
     """SIL's demonstration: the curriculum's trajectory when robustifying with sil_demo."""
-    if not config.sil_demo or config.phase not in ("robustify", "both"):
+    if not config.sil.demo or config.phase not in ("robustify", "both"):
         return {}
-    return {"demo_trajectory": config.curriculum_trajectory, "demo_env": config.env}
+    return {"demo_trajectory": config.curriculum.trajectory, "demo_env": config.env}
 
 
 def _sampling_settings(lean: bool) -> dict[str, Any]:

@@ -32,36 +32,29 @@ from typing import Any
 
 import numpy as np
 import torch
+from pydantic import Field
 from ray.rllib.core.columns import Columns
 
+from koholint.schemas.env import EnvSettings
+from trainer.ppo.config import SelfImitation
 from trainer.ppo.learner import LeanPPOTorchLearner
 
 SIL_KEY = "sil"
 
 
-@dataclass(frozen=True)
-class SilSettings:
-    weight: float = 0.0
-    """SIL loss weight; 0 = off"""
-    capacity: int = 16
-    """K: segments kept (the best by return)"""
-    period: int = 1
-    """apply the SIL loss every this many learner updates"""
-    batch_size: int = 256
+class SilSettings(SelfImitation):
+    """What the SIL learner is given: the run's settings and what it must know besides."""
+
+    batch_size: int = Field(256, ge=1, le=1_000_000)
     """buffer steps per SIL loss"""
-    gamma: float = 0.99
+    gamma: float = Field(0.99, gt=0, le=1)
     """discount of the returns R (PPO's gamma)"""
-    seed: int = 0
+    seed: int = Field(0, ge=0)
+    """seeds the buffer's sampling"""
     demo_trajectory: str = ""
     """a winning trajectory (one action per byte) whose steps are pinned in the buffer; empty = none"""
-    demo_env: Any = None
-    """the training env's EnvConfig, whose rewards the demonstration is replayed under"""
-
-    def validate(self) -> None:
-        if self.weight < 0 or self.capacity < 1 or self.period < 1 or self.batch_size < 1:
-            raise ValueError(
-                f"SIL settings {self}: weight >= 0, capacity, period and batch_size >= 1"
-            )
+    demo_env: EnvSettings | None = None
+    """the training env's settings, whose rewards the demonstration is replayed under"""
 
 
 @dataclass(frozen=True)
@@ -144,7 +137,7 @@ def demo_segment(settings: SilSettings) -> Segment:
 
     with open(settings.demo_trajectory, "rb") as file:
         actions = file.read()
-    demo = demo_transitions(actions, settings.demo_env or EnvConfig())
+    demo = demo_transitions(actions, EnvConfig.parse(dict(settings.demo_env or {})))
     returns = discounted_returns(demo.rewards, settings.gamma)
     return Segment(float(demo.rewards.sum()), demo.observations, demo.actions, returns)
 
@@ -171,7 +164,6 @@ class SilPPOTorchLearner(LeanPPOTorchLearner):
     def build(self) -> None:
         super().build()
         self.sil = SilSettings(**self.config.learner_config_dict.get(SIL_KEY, {}))
-        self.sil.validate()
         self.sil_buffer = TopSegments(self.sil.capacity, self.sil.seed)
         if self.sil.demo_trajectory:
             self.sil_buffer.pin(demo_segment(self.sil))
@@ -214,10 +206,9 @@ class SilPPOTorchLearner(LeanPPOTorchLearner):
 
 def sil_training_settings(settings: SilSettings) -> dict[str, Any]:
     """Keyword arguments for ``PPOConfig.training``: the SIL learner when on, else none."""
-    settings.validate()
     if settings.weight <= 0:
         return {}
     return {
         "learner_class": SilPPOTorchLearner,
-        "learner_config_dict": {SIL_KEY: settings.__dict__.copy()},
+        "learner_config_dict": {SIL_KEY: settings.model_dump()},
     }

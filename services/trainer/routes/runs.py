@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Request
+from fastapi import APIRouter, Path
 from starlette.concurrency import run_in_threadpool
 
 from koholint.schemas.trainer import RUN_NAME_PATTERN, RunList, RunStatus
@@ -19,11 +19,10 @@ RunName = Annotated[str, Path(pattern=RUN_NAME_PATTERN)]
 @router.post(
     "", status_code=201, dependencies=[TokenDep], responses=problem_responses(401, 409, 413, 422)
 )
-async def create_run(body: TrainConfig, request: Request, trainer: TrainerDep) -> RunStatus:
+async def create_run(body: TrainConfig, trainer: TrainerDep) -> RunStatus:
     """Start a run (409 while one is active); unset fields: the service's environment, then defaults."""
-    # The body is validated above; the fields the caller set (the env object's keys included)
-    # are layered over the service's environment, so they are read as sent.
-    run = await run_in_threadpool(trainer.start, await request.json())
+    # The fields the caller set (nested ones key by key) go over the service's environment.
+    run = await run_in_threadpool(trainer.start, body.model_dump(exclude_unset=True))
     return run.status
 
 

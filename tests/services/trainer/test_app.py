@@ -17,7 +17,7 @@ from koholint.store import LocalStore
 from koholint.web.problems import PROBLEM_JSON, ConflictError
 from trainer.app import create_app
 from trainer.config import Settings
-from trainer.ppo.config import resolve
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.run import TrainingRun
 from trainer.service import Trainer
 
@@ -74,9 +74,9 @@ async def test_a_body_naming_a_deployment_setting_is_refused(tmp_path: Path, nam
     [
         ({"total_env_steps": "lots"}, "total_env_steps"),
         ({"batch": 3}, "batch"),
-        ({"env": {"frame_skip": 0}}, "env"),
+        ({"env": {"frame_skip": 0}}, "env.frame_skip"),
         ({"env": {"frame_skip": "fast"}}, "env.frame_skip"),
-        ({"env": {"rom": "/etc/passwd"}}, "env"),
+        ({"env": {"rom": "/etc/passwd"}}, "env.rom"),
         ({"hidden_sizes": [64] * 9}, "hidden_sizes"),
         ({"run": "../up"}, "run"),
         ({"resume_from": "../../etc"}, "resume_from"),
@@ -202,12 +202,12 @@ def test_every_error_response_is_documented(tmp_path: Path):
 def test_ended_runs_are_pruned_to_a_bound(tmp_path: Path):
     trainer = Trainer(store=None, settings=settings(tmp_path, max_kept_runs=3), environ={})  # type: ignore[arg-type]
     for index in range(6):
-        run = TrainingRun(resolve({"run": f"r{index}"}, {}))
+        run = TrainingRun(TrainConfig.load({"run": f"r{index}"}, {}))
         run.status.state = "failed" if index % 2 else "finished"
         trainer._prune()
         trainer.runs[run.config.run] = run
     assert list(trainer.runs) == ["r3", "r4", "r5"]
-    active = TrainingRun(resolve({"run": "live"}, {}))
+    active = TrainingRun(TrainConfig.load({"run": "live"}, {}))
     active.status.state = "running"
     trainer.runs = {"live": active, **trainer.runs}
     trainer._prune()

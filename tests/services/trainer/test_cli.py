@@ -40,8 +40,8 @@ def train(tmp_path: Path, *flags: str, timeout: float = 60) -> subprocess.Comple
     ("flags", "message"),
     [
         (("--resume", "nope-step000000000001"), "resume_from: no checkpoint 'nope-step000000000001' in run nope"),
-        (("--steps", "lots"), "total_env_steps (flag): Input should be a valid integer"),
-        (("--env-frame-skip", "0"), "env (flag): frame_skip=0"),
+        (("--steps", "lots"), "total_env_steps (flag): expected a JSON number"),
+        (("--env-frame-skip", "0"), "env.frame_skip (flag): Input should be greater than or equal to 1"),
         (("--ray-address", "127.0.0.1:1"), "RAY_ADDRESS='127.0.0.1:1' is unreachable"),
     ],
 )  # fmt: skip

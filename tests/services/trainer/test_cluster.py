@@ -119,7 +119,8 @@ import contextlib, json, os, signal, sys, time
 from pathlib import Path
 import ray
 from ray._private import state
-from trainer.ppo.config import Deployment, resolve
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.run import TrainingRun
 
 address, worker_dir, folder, settings = sys.argv[1], sys.argv[2], Path(sys.argv[3]), json.loads(sys.argv[4])
@@ -154,7 +155,7 @@ def on_iteration(status):
         seen["steps_after"] = status.env_steps
 
 deployment = Deployment(store_url=str(folder / "store"), run_dir=str(folder / "runs"), ray_address=address)
-status = TrainingRun(resolve(settings, environ={}), deployment).run(on_iteration=on_iteration)
+status = TrainingRun(TrainConfig.load(settings, environ={}), deployment).run(on_iteration=on_iteration)
 print(json.dumps({"status": status.model_dump(mode="json"), **seen}))
 """
 

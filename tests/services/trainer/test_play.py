@@ -16,8 +16,9 @@ import pytest
 from koholint.baselines.trained import PlaySettings, load_policy, play_policy
 from koholint.cli import main
 from koholint.env.encoding import OBSERVATION_SIZE
+from trainer.config import Deployment
 from trainer.ledger import RUN_STATE_FILE
-from trainer.ppo.config import Deployment, resolve
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.run import TrainingRun
 
 TINY = {
@@ -35,7 +36,7 @@ def checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The checkpoint folder of a real 256-step training run, in its local store."""
     folder = tmp_path_factory.mktemp("tiny-run")
     deployment = Deployment(store_url=str(folder / "store"), run_dir=str(folder / "runs"))
-    status = TrainingRun(resolve(TINY, {}), deployment).run()
+    status = TrainingRun(TrainConfig.load(TINY, {}), deployment).run()
     assert status.state == "finished"
     return folder / "store" / "checkpoints" / "tiny-play" / f"{status.env_steps:012d}"
 
@@ -146,7 +147,7 @@ def test_export_policy_refuses_a_checkpoint_of_another_env_config(tmp_path, caps
         "pi.net.mlp.0.bias": np.zeros(9, np.float32),
     }
     (module / "module_state.pkl").write_bytes(pickle.dumps(state))
-    config = resolve({}, {}).model_dump(mode="json")
+    config = TrainConfig.load({}, {}).model_dump(mode="json")
     (tmp_path / "ckpt" / RUN_STATE_FILE).write_text(json.dumps({"config": config}))
     assert main(["export-policy", str(tmp_path / "ckpt"), str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -167,7 +168,7 @@ def test_a_policy_file_that_fails_leaves_the_run_and_its_checkpoint_whole(tmp_pa
 
     monkeypatch.setattr(trainer.policy_export, "export_policy", refuse)
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
-    status = TrainingRun(resolve({**TINY, "run": "no-policy"}, {}), deployment).run()
+    status = TrainingRun(TrainConfig.load({**TINY, "run": "no-policy"}, {}), deployment).run()
     assert status.state == "finished"
     assert status.checkpoints == 1
     saved = tmp_path / "store" / "checkpoints" / "no-policy" / f"{status.env_steps:012d}"

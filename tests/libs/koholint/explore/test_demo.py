@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 
 from koholint.env.encoding import OBSERVATION_SIZE
-from koholint.env.zelda import EnvConfig, RewardWeights
+from koholint.env.zelda import EnvConfig
 from koholint.explore.demo import demo_transitions
+from koholint.schemas.env import RewardWeights
 
 WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0.actions"
 

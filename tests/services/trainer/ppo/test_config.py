@@ -8,13 +8,13 @@ import http.server
 import json
 import threading
 import time
-import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from koholint.env.zelda import REWARD_MODES, EnvConfig
+from koholint.env.zelda import REWARD_MODES
+from koholint.schemas.env import EnvSettings
 from koholint.game.states import STATE_NAMES
 from trainer.cli import DEPLOYMENT, register
 from trainer.config import Settings
@@ -23,7 +23,6 @@ from trainer.ppo.config import (
     TrainConfigError,
     environment_variable,
     field_paths,
-    resolve,
     set_path,
 )
 from trainer.ppo.run import TrainingRun
@@ -32,7 +31,7 @@ FLAGS = {"total_env_steps": "--steps", "num_env_runners": "--workers", "resume_f
 
 
 def parse_flags(*argv: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """What `koholint train ARGV` hands to resolve() and to Settings."""
+    """What `koholint train ARGV` hands to TrainConfig.load() and to Settings."""
     parser = argparse.ArgumentParser()
     register(parser.add_subparsers())
     args = parser.parse_args(["train", *argv])
@@ -55,22 +54,22 @@ def current(config: TrainConfig, path: str) -> Any:
 def two_values(path: str) -> tuple[str, str | list[str], Any]:
     """For one setting: an environment value, a flag value (as typed), and what the flag means;
     both differ from the default and from each other."""
-    default = current(TrainConfig(), path)
+    default = current(TrainConfig.load({}, {}), path)
     name = path.rsplit(".", 1)[-1]
     special: dict[str, tuple[str, str | list[str], Any]] = {
         "run": ("from-env", "from-flag", "from-flag"),
         "resume_from": ("a-step000000000001", "b-step000000000002", "b-step000000000002"),
         "planner": ("rules", "local", "local"),
-        "reward_model": ("latest", "rm-20261123-000000-abcdef", "rm-20261123-000000-abcdef"),
-        "sil_weight": ("0.5", "0.25", 0.25),
+        "model": ("latest", "rm-20261123-000000-abcdef", "rm-20261123-000000-abcdef"),
+        "weight": ("0.5", "0.25", 0.25),
         "hidden_sizes": ("[32]", ["16", "8"], [16, 8]),
         "start_state": ("title", "before_npc", "before_npc"),
         "reward_mode": ("sparse", "progress", "progress"),
         "reward_weights": ('{"win": 3.0}', '{"win": 5.0}', 5.0),
         "phase": ("explore", "both", "both"),
-        "curriculum_trajectory": ("a/win.actions", "b/win.actions", "b/win.actions"),
+        "trajectory": ("a/win.actions", "b/win.actions", "b/win.actions"),
         "swarm_share": ("0.25", "0.5", 0.5),
-        "curriculum_review_share": ("0.25", "0.5", 0.5),
+        "review_share": ("0.25", "0.5", 0.5),
     }
     if name in special:
         return special[name]
@@ -86,10 +85,14 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
 def test_every_setting_is_covered_and_named_once():
     paths = field_paths()
     assert len(paths) == len(set(paths))
-    env_fields = typing.get_type_hints(EnvConfig)
-    assert {p.removeprefix("env.") for p in paths if p.startswith("env.")} == set(env_fields) - {
-        "rom"
-    }
+    assert {p.removeprefix("env.") for p in paths if p.startswith("env.")} == set(
+        EnvSettings.model_fields
+    )
+    for group in ("curriculum", "sil", "reward"):
+        nested = TrainConfig.model_fields[group].annotation
+        assert {p for p in paths if p.startswith(group + ".")} == {
+            f"{group}.{name}" for name in nested.model_fields
+        }
     assert "store_url" not in paths  # a deployment setting, not a run setting
 
 
@@ -97,14 +100,14 @@ def test_every_setting_is_covered_and_named_once():
 def test_a_flag_beats_the_environment_for_every_setting(path: str):
     from_env, from_flag, meant = two_values(path)
     variable = environment_variable(path)
-    flag = FLAGS.get(path, "--" + path.replace("env.", "env-").replace("_", "-"))
+    flag = FLAGS.get(path, "--" + path.replace(".", "-").replace("_", "-"))
     flag_values = from_flag if isinstance(from_flag, list) else [from_flag]
     # The environment alone sets it...
-    by_env = resolve({}, {variable: from_env})
-    assert current(by_env, path) != current(TrainConfig(), path)
+    by_env = TrainConfig.load({}, {variable: from_env})
+    assert current(by_env, path) != current(TrainConfig.load({}, {}), path)
     # ...and the flag wins over it.
     run_flags, _ = parse_flags(flag, *flag_values)
-    config = resolve(run_flags, {variable: from_env})
+    config = TrainConfig.load(run_flags, {variable: from_env})
     value = current(config, path)
     if path == "env.reward_weights":
         value = value.win
@@ -139,31 +142,65 @@ def test_the_seeds_names_are_aliases_and_the_prefixed_name_wins():
         "EPISODE_LENGTH": "512",
         "BATCH_SIZE": "2048",
     }
-    config = resolve({}, environ)
+    config = TrainConfig.load({}, environ)
     assert (config.num_env_runners, config.envs_per_env_runner) == (3, 5)
     assert (config.env.max_episode_steps, config.train_batch_size) == (512, 2048)
-    both = resolve({}, {"RAY_WORKERS": "3", "KOHOLINT_TRAINER_NUM_ENV_RUNNERS": "1"})
+    both = TrainConfig.load({}, {"RAY_WORKERS": "3", "KOHOLINT_TRAINER_NUM_ENV_RUNNERS": "1"})
     assert both.num_env_runners == 1
     flags, _ = parse_flags("--workers", "0")
-    assert resolve(flags, environ).num_env_runners == 0
+    assert TrainConfig.load(flags, environ).num_env_runners == 0
 
 
 def test_bare_names_of_other_settings_are_not_read_any_more():
-    config = resolve({}, {"TOTAL_STEPS": "100", "FRAME_SKIP": "2", "PLANNER": "rules"})
+    config = TrainConfig.load({}, {"TOTAL_STEPS": "100", "FRAME_SKIP": "2", "PLANNER": "rules"})
     assert (config.total_env_steps, config.env.frame_skip, config.planner) == (20_000, 4, "off")
 
 
 def test_env_settings_merge_key_by_key_across_layers():
-    config = resolve({"env": {"frame_skip": 2}}, {"EPISODE_LENGTH": "300"})
+    config = TrainConfig.load({"env": {"frame_skip": 2}}, {"EPISODE_LENGTH": "300"})
     assert (config.env.frame_skip, config.env.max_episode_steps) == (2, 300)
     assert config.env.sticky_action_probability == 0.25  # the trainer's env default
-    assert config.env.info_state is False
+    body = {"env": {"frame_skip": 2}}  # a body that sets one env field keeps the others'
+    from_environment = {"KOHOLINT_TRAINER_ENV__MAX_EPISODE_STEPS": "300"}
+    validated = TrainConfig.model_validate(body).model_dump(exclude_unset=True)
+    config = TrainConfig.load(validated, from_environment)
+    assert (config.env.frame_skip, config.env.max_episode_steps) == (2, 300)
+    assert config.env.sticky_action_probability == 0.25
+
+
+def test_the_training_envs_skip_the_structured_state():
+    from trainer.config import Deployment
+    from trainer.ppo.envs import rllib_env_config
+
+    settings = rllib_env_config(TrainConfig.load({}, {}), Deployment(), "archive")
+    assert settings["config"].info_state is False
+    assert settings["config"].sticky_action_probability == 0.25
+
+
+@pytest.mark.parametrize(
+    ("argv", "path", "value"),
+    [
+        (["--swarm-share", "0.5"], "curriculum.swarm_share", 0.5),
+        (["--curriculum-swarm-share", "0.5"], "curriculum.swarm_share", 0.5),
+        (["--shaping-scale", "0.3"], "reward.shaping_scale", 0.3),
+        (["--reward-model", "latest"], "reward.model", "latest"),
+        (["--sil-weight", "0.1"], "sil.weight", 0.1),
+        (["--curriculum-threshold", "0.1"], "curriculum.threshold", 0.1),
+        (["--episode-length", "300"], "env.max_episode_steps", 300),
+        (["--env-start-state", "null"], "env.start_state", None),
+        (["--batch", "2048"], "train_batch_size", 2048),
+        (["--hidden-sizes", "32", "16"], "hidden_sizes", [32, 16]),
+    ],
+)
+def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
+    flags, _ = parse_flags(*argv)
+    assert current(TrainConfig.load(flags, {}), path) == value
 
 
 @pytest.mark.parametrize(
     ("overrides", "environ", "field", "message"),
     [
-        ({"total_env_steps": "lots"}, {}, "total_env_steps", "total_env_steps \\(flag\\): Input should be a valid integer"),
+        ({"total_env_steps": "lots"}, {}, "total_env_steps", "total_env_steps \\(flag\\): expected a JSON number"),
         ({}, {"KOHOLINT_TRAINER_TOTAL_ENV_STEPS": "lots"}, "total_env_steps", "KOHOLINT_TRAINER_TOTAL_ENV_STEPS"),
         ({}, {"BATCH_SIZE": "lots"}, "train_batch_size", "train_batch_size \\(BATCH_SIZE\\)"),
         ({"learning_rat": 0.1}, {}, "learning_rat", "Extra inputs"),
@@ -171,22 +208,25 @@ def test_env_settings_merge_key_by_key_across_layers():
         ({}, {"KOHOLINT_TRAINER_ENVS_PER_ENV_RUNNER": "0"}, "envs_per_env_runner", "greater than or equal to 1"),
         ({"num_env_runners": -1}, {}, "num_env_runners", "greater than or equal to 0"),
         ({"train_batch_size": 64, "minibatch_size": 128}, {}, "train_batch_size", "smaller than minibatch_size"),
-        ({"env": {"reward_mode": "dense"}}, {}, "env", "reward_mode='dense'"),
-        ({"env": {"frame_skip": 0}}, {}, "env", "frame_skip=0"),
+        ({"env": {"reward_mode": "dense"}}, {}, "env.reward_mode", "'sparse', 'progress' or 'progress\\+coverage'"),
+        ({"env": {"frame_skip": 0}}, {}, "env.frame_skip", "greater than or equal to 1"),
         ({}, {"KOHOLINT_TRAINER_ENV__FRAME_SKIP": "x"}, "env.frame_skip", "KOHOLINT_TRAINER_ENV__FRAME_SKIP"),
-        ({"env": {"rom": "/etc/passwd"}}, {}, "env", "the ROM is the operator's"),
-        ({"env": {"start_state": "anywhere"}}, {}, "env", "named state"),
-        ({"env": {"bogus": 1}}, {}, "env", "unknown env settings \\['bogus'\\]"),
+        ({"env": {"rom": "/etc/passwd"}}, {}, "env.rom", "the ROM is the operator's"),
+        ({"env": {"start_state": "anywhere"}}, {}, "env.start_state", "named state"),
+        ({"env": {"bogus": 1}}, {}, "env.bogus", "Extra inputs"),
+        ({"curriculum": {"threshold": 2}}, {}, "curriculum.threshold", "less than or equal to 1"),
+        ({}, {"KOHOLINT_TRAINER_SIL__CAPACITY": "0"}, "sil.capacity", "KOHOLINT_TRAINER_SIL__CAPACITY"),
         ({"planner": "gpt"}, {}, "planner", "'off', 'rules', 'local', 'llm-d' or 'http'"),
         ({"run": "a+b"}, {}, "run", "String should match pattern"),
         ({"resume_from": "../x"}, {}, "resume_from", "String should match pattern"),
-        ({"num_epochs": True}, {}, "num_epochs", "expected a number, got true"),
-        ({"sil_weight": False}, {}, "sil_weight", "expected a number, got false"),
+        ({"num_epochs": True}, {}, "num_epochs", "expected a JSON number, got bool"),
+        ({"sil": {"weight": False}}, {}, "sil.weight", "expected a JSON number, got bool"),
+        ({"sil_weight": 0.1}, {}, "sil_weight", "Extra inputs"),
     ],
 )  # fmt: skip
 def test_impossible_values_are_refused_naming_the_field(overrides, environ, field, message):
     with pytest.raises(TrainConfigError, match=message) as caught:
-        resolve(overrides, environ)
+        TrainConfig.load(overrides, environ)
     assert caught.value.field == field
     assert "not supported between" not in str(caught.value)
 
@@ -211,7 +251,9 @@ def deployment(tmp_path: Path, **values: str) -> Settings:
 def test_an_unknown_checkpoint_is_refused_in_preflight(tmp_path: Path):
     import ray
 
-    run = TrainingRun(resolve({"resume_from": "nope-step000000000512"}, {}), deployment(tmp_path))
+    run = TrainingRun(
+        TrainConfig.load({"resume_from": "nope-step000000000512"}, {}), deployment(tmp_path)
+    )
     assert run.config.run == "nope"  # the run that owns the checkpoint
     started = time.perf_counter()
     with pytest.raises(TrainConfigError, match="no checkpoint 'nope-step000000000512' in run nope"):
@@ -221,7 +263,7 @@ def test_an_unknown_checkpoint_is_refused_in_preflight(tmp_path: Path):
 
 
 def test_unreachable_ray_address_is_refused_before_work(tmp_path: Path):
-    run = TrainingRun(resolve({}, {}), deployment(tmp_path, ray_address="127.0.0.1:1"))
+    run = TrainingRun(TrainConfig.load({}, {}), deployment(tmp_path, ray_address="127.0.0.1:1"))
     with pytest.raises(TrainConfigError, match="RAY_ADDRESS='127.0.0.1:1' is unreachable"):
         run.preflight()
 
@@ -231,7 +273,7 @@ def test_an_address_that_is_not_ray_is_refused_within_a_timeout(tmp_path: Path):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     address = f"127.0.0.1:{server.server_address[1]}"
     try:
-        run = TrainingRun(resolve({}, {}), deployment(tmp_path, ray_address=address))
+        run = TrainingRun(TrainConfig.load({}, {}), deployment(tmp_path, ray_address=address))
         started = time.perf_counter()
         with pytest.raises(TrainConfigError, match="does not speak Ray's protocol"):
             run.preflight()
@@ -243,36 +285,39 @@ def test_an_address_that_is_not_ray_is_refused_within_a_timeout(tmp_path: Path):
 def test_a_store_that_refuses_writes_is_refused_before_work(tmp_path: Path):
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    run = TrainingRun(resolve({}, {}), Settings(store_url=str(blocker)))
+    run = TrainingRun(TrainConfig.load({}, {}), Settings(store_url=str(blocker)))
     with pytest.raises(TrainConfigError, match="KOHOLINT_TRAINER_STORE_URL") as caught:
         run.preflight()
     assert caught.value.field == "store_url"
 
 
 def test_a_planner_over_http_needs_its_url(tmp_path: Path):
-    run = TrainingRun(resolve({"planner": "http"}, {}), deployment(tmp_path))
+    run = TrainingRun(TrainConfig.load({"planner": "http"}, {}), deployment(tmp_path))
     with pytest.raises(TrainConfigError, match="planner=http needs planner_url"):
         run.preflight()
 
 
 def test_default_run_names_are_unique_within_a_second():
-    names = {TrainingRun(resolve({}, {})).config.run for _ in range(50)}
+    names = {TrainingRun(TrainConfig.load({}, {})).config.run for _ in range(50)}
     assert len(names) == 50
 
 
 def test_planner_settings_reach_the_training_env():
     from trainer.ppo.envs import planner_backend
 
-    assert resolve({}, {"KOHOLINT_TRAINER_PLANNER": "rules"}).planner == "rules"
+    assert TrainConfig.load({}, {"KOHOLINT_TRAINER_PLANNER": "rules"}).planner == "rules"
     assert planner_backend("rules", "").name == "rules"
     assert planner_backend("http", "http://planner:8000").name == "planner-http"
 
 
 def test_the_env_objects_schema_comes_from_the_env():
-    schema = TrainConfig.model_json_schema()["properties"]["env"]
+    document = TrainConfig.model_json_schema()
+    reference = document["properties"]["env"]["$ref"].rsplit("/", 1)[-1]
+    schema = document["$defs"][reference]
     assert schema["additionalProperties"] is False
     assert "rom" not in schema["properties"]
-    assert schema["properties"]["frame_skip"]["description"] == "emulator frames per step (1..60)"
+    assert schema["properties"]["frame_skip"]["description"] == "emulator frames per step"
+    assert schema["properties"]["frame_skip"]["maximum"] == 60
     assert schema["properties"]["start_state"]["anyOf"][0]["enum"] == list(STATE_NAMES)
     assert set(REWARD_MODES) >= {"sparse"}
     json.dumps(schema)

@@ -10,9 +10,10 @@ import pytest
 
 from koholint.env.zelda import Action
 from koholint.store import LocalStore
+from trainer.config import Deployment
 from trainer.ledger import RUN_STATE_FILE, CheckpointLedger
-from trainer.ppo.config import Deployment, TrainConfigError, resolve
-from trainer.ppo.curriculum import CurriculumSettings, build_curriculum, read_trajectory
+from trainer.ppo.config import Curriculum, TrainConfig, TrainConfigError
+from trainer.ppo.curriculum import build_curriculum, read_trajectory
 from trainer.ppo.run import TrainingRun
 
 WIN_DIRECTORY = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
@@ -21,7 +22,9 @@ WIN_DIRECTORY = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
 def test_a_trajectory_file_builds_the_curriculum_at_its_end(tmp_path: Path):
     path = tmp_path / "win.actions"
     path.write_bytes(bytes([Action.UP] * 16 + [Action.NOOP]))
-    curriculum = build_curriculum(CurriculumSettings(str(path), every=8, window=2, move_by=8))
+    curriculum = build_curriculum(
+        Curriculum(trajectory=str(path), move_by=8), 4096, window=2, every=8
+    )
     assert [state.step for state in curriculum.demo] == [0, 8, 16]
     assert curriculum.start_step == 16
     curriculum.report(16, True)
@@ -42,15 +45,17 @@ def test_bad_trajectory_files_name_the_problem(tmp_path: Path, content, message)
 
 
 def test_robustify_needs_the_winning_trajectory():
-    with pytest.raises(TrainConfigError, match="curriculum_trajectory"):
-        resolve({"phase": "robustify"}, {})
-    assert resolve({"phase": "both"}, {}).curriculum_trajectory == ""  # phase 1 will find it
+    with pytest.raises(TrainConfigError, match="curriculum.trajectory"):
+        TrainConfig.load({"phase": "robustify"}, {})
+    assert (
+        TrainConfig.load({"phase": "both"}, {}).curriculum.trajectory == ""
+    )  # phase 1 will find it
 
 
 def test_phase_explore_runs_phase_one_without_ray_and_reports_it(tmp_path: Path):
     """A budget too small to win: the run finishes, says how far phase 1 got, keeps no win."""
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
-    config = resolve(
+    config = TrainConfig.load(
         {"run": "explore", "phase": "explore", "explore_env_steps": 1_600, "num_env_runners": 0},
         {},
     )
@@ -80,25 +85,25 @@ def test_phase_explore_runs_phase_one_without_ray_and_reports_it(tmp_path: Path)
 def test_robustify_pins_the_trajectory_in_self_imitation_unless_told_not_to():
     from trainer.ppo.run import demo_settings
 
-    config = resolve({"phase": "robustify", "curriculum_trajectory": "a/win.actions"}, {})
-    assert config.sil_demo  # the defaults
-    assert config.curriculum_end_on_death
+    config = TrainConfig.load({"phase": "robustify", "curriculum": {"trajectory": "a/win.actions"}}, {})
+    assert config.sil.demo  # the defaults
+    assert config.curriculum.end_on_death
     assert demo_settings(config) == {"demo_trajectory": "a/win.actions", "demo_env": config.env}
-    off = resolve({"phase": "robustify", "curriculum_trajectory": "a", "sil_demo": False}, {})
+    off = TrainConfig.load(
+        {"phase": "robustify", "curriculum": {"trajectory": "a"}, "sil": {"demo": False}}, {}
+    )
     assert demo_settings(off) == {}
-    assert demo_settings(resolve({}, {})) == {}  # plain training has no demonstration
+    assert demo_settings(TrainConfig.load({}, {})) == {}  # plain training has no demonstration
 
 
 def test_the_episode_budget_follows_the_time_factor(tmp_path: Path):
     path = tmp_path / "win.actions"
     path.write_bytes(bytes([Action.UP] * 16 + [Action.NOOP]))
-    config = resolve({"phase": "robustify", "curriculum_trajectory": str(path),
-                      "curriculum_time_factor": 3.0}, {})  # fmt: skip
-    settings = CurriculumSettings(str(path), time_factor=config.curriculum_time_factor)
-    assert build_curriculum(settings).start(seed=0).budget == 3 * (17 - 16) + 64
-    with pytest.raises(TrainConfigError, match="curriculum_time_factor"):
-        resolve(
-            {"phase": "robustify", "curriculum_trajectory": "a", "curriculum_time_factor": 0}, {}
+    config = TrainConfig.load({"phase": "robustify", "curriculum": {"trajectory": str(path), "time_factor": 3.0}}, {})  # fmt: skip
+    assert build_curriculum(config.curriculum, 4096).start(seed=0).budget == 3 * (17 - 16) + 64
+    with pytest.raises(TrainConfigError, match="curriculum.time_factor"):
+        TrainConfig.load(
+            {"phase": "robustify", "curriculum": {"trajectory": "a", "time_factor": 0}}, {}
         )
 
 
@@ -110,13 +115,13 @@ def test_a_resumed_robustification_goes_on_from_the_checkpoints_start(tmp_path: 
     trajectory = WIN_DIRECTORY / "explore-seed0-short.actions"
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
     tiny = {
-        "run": "robust", "phase": "robustify", "curriculum_trajectory": str(trajectory),
+        "run": "robust", "phase": "robustify", "curriculum": {"trajectory": str(trajectory)},
         "planner": "rules", "total_env_steps": 1024, "num_env_runners": 0,
         "envs_per_env_runner": 1, "train_batch_size": 256, "minibatch_size": 64, "num_epochs": 1,
         "rollout_fragment_length": 128, "export_every_episodes": 0,
         "checkpoint_every_iterations": 2, "curiosity_weight": 0.0,
     }  # fmt: skip
-    first = TrainingRun(resolve(tiny, {}), deployment).run()
+    first = TrainingRun(TrainConfig.load(tiny, {}), deployment).run()
     assert first.state == "finished"
     ledger = CheckpointLedger(LocalStore(deployment.store_url), "robust")
     last = ledger.records[-1]
@@ -132,8 +137,8 @@ def test_a_resumed_robustification_goes_on_from_the_checkpoints_start(tmp_path: 
     seen: list[dict[str, float]] = []
     # Resumed where a fresh curriculum could not move (20 wins of 20 needed): it would start at the end.
     resumed = {**tiny, "resume_from": last.name, "total_env_steps": last.step + 256,
-               "curriculum_threshold": 1.0}  # fmt: skip
-    again = TrainingRun(resolve(resumed, {}), deployment).run(
+               "curriculum": {"trajectory": str(trajectory), "threshold": 1.0}}  # fmt: skip
+    again = TrainingRun(TrainConfig.load(resumed, {}), deployment).run(
         on_iteration=lambda status: seen.append(dict(status.curriculum))
     )
     assert again.state == "finished"

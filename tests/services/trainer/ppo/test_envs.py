@@ -11,12 +11,13 @@ import koholint
 from koholint.env.vector import EpisodeEndVectorEnv
 from koholint.env.wrappers import PlannerControlWrapper
 from koholint.env.wrappers.curiosity import CuriosityVectorWrapper
-from trainer.ppo.config import Deployment, resolve
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.envs import rllib_env_config
 
 
 def test_the_vector_entry_point_wraps_every_env_with_its_index(tmp_path: Path):
-    config = resolve(
+    config = TrainConfig.load(
         {"curiosity_weight": 0.5, "archive_restart_every": 0, "export_every_episodes": 0,
          "planner": "rules", "env": {"max_episode_steps": 8, "frame_skip": 2}},
         environ={},
@@ -45,7 +46,7 @@ def test_the_vector_entry_point_wraps_every_env_with_its_index(tmp_path: Path):
 
 
 def test_without_curiosity_the_vector_env_is_not_wrapped(tmp_path: Path):
-    config = resolve({"curiosity_weight": 0.0, "archive_restart_every": 0,
+    config = TrainConfig.load({"curiosity_weight": 0.0, "archive_restart_every": 0,
                       "export_every_episodes": 0}, environ={})  # fmt: skip
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path))
     vector = gym.make_vec(koholint.ENV_ID, num_envs=2, vectorization_mode="vector_entry_point",

@@ -10,7 +10,7 @@ import torch
 from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
-from trainer.ppo.config import resolve
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.learner import LeanPPOTorchLearner
 from trainer.ppo.run import learner_settings
 
@@ -28,8 +28,8 @@ def weights(algo: Any) -> dict[str, np.ndarray]:
 
 
 def test_the_trainer_uses_the_lean_learner_sil_or_not():
-    assert learner_settings(resolve({}, {}))["learner_class"] is LeanPPOTorchLearner
-    sil = learner_settings(resolve({"sil_weight": 0.1}, {}))["learner_class"]
+    assert learner_settings(TrainConfig.load({}, {}))["learner_class"] is LeanPPOTorchLearner
+    sil = learner_settings(TrainConfig.load({"sil": {"weight": 0.1}}, {}))["learner_class"]
     assert issubclass(sil, LeanPPOTorchLearner)
 
 

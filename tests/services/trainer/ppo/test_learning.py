@@ -7,13 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from trainer.ppo.config import Deployment, resolve
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.run import TrainingRun
 
 
 @pytest.mark.slow
 def test_return_rises_with_training(tmp_path: Path):
-    config = resolve(
+    config = TrainConfig.load(
         {
             "run": "learn", "total_env_steps": 24_576, "num_env_runners": 1, "envs_per_env_runner": 4,
             "env": {"max_episode_steps": 256}, "train_batch_size": 1024, "minibatch_size": 256, "num_epochs": 4,

@@ -13,7 +13,8 @@ from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.core.columns import Columns
 from ray.rllib.evaluation.postprocessing import Postprocessing
 
-from trainer.ppo.config import Deployment, resolve
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.overlap import (
     MAX_IMPORTANCE_WEIGHT,
     PROXIMAL_LEARNERS,
@@ -37,7 +38,7 @@ def local_ray() -> Iterator[None]:
 
 
 def build(tmp_path: Path, overlap: bool) -> Any:
-    config = resolve({**PLAIN, **SMALL, "overlap_sampling": overlap}, environ={})
+    config = TrainConfig.load({**PLAIN, **SMALL, "overlap_sampling": overlap}, environ={})
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path))
     return ppo_config(config, deployment, archive_actor="").build_algo()
 
@@ -131,7 +132,7 @@ def test_the_proximal_policy_replaces_the_samplers_and_weights_the_advantages():
 @pytest.mark.parametrize("sil_weight", [0.0, 0.1])
 def test_overlapped_runs_learn_decoupled(tmp_path: Path, sil_weight: float):
     def learner(overlap: bool) -> type:
-        config = resolve({**PLAIN, "overlap_sampling": overlap, "sil_weight": sil_weight},
+        config = TrainConfig.load({**PLAIN, "overlap_sampling": overlap, "sil": {"weight": sil_weight}},
                          environ={})  # fmt: skip
         return learner_settings(config).get("learner_class", PPOTorchLearner)
 

@@ -15,8 +15,9 @@ from koholint.env.archive import Archive
 from koholint.env.export import EXPORT_SCHEMA_VERSION
 from koholint.schemas.trainer import RunStatus
 from koholint.store import LocalStore
+from trainer.config import Deployment
 from trainer.ledger import CheckpointLedger
-from trainer.ppo.config import Deployment, resolve
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.ray_node import check_cluster
 from trainer.ppo.run import TrainingRun
 
@@ -96,7 +97,9 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monk
             addresses.update(listening_addresses(ray_processes))
             check_cluster(ray._private.worker._global_node.gcs_address)  # the probe knows Ray
 
-    status = TrainingRun(resolve({**TINY, "run": "smoke"}, {}), deployment).run(on_iteration=during)
+    status = TrainingRun(TrainConfig.load({**TINY, "run": "smoke"}, {}), deployment).run(
+        on_iteration=during
+    )
     assert status.state == "finished"
     assert status.env_steps >= 512
     assert seen == sorted(seen)
@@ -124,7 +127,9 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monk
 
     # Resume by checkpoint name alone: the run that owns it continues.
     last = ledger.records[-1]
-    resumed = resolve({**TINY, "resume_from": last.name, "total_env_steps": last.step + 768}, {})
+    resumed = TrainConfig.load(
+        {**TINY, "resume_from": last.name, "total_env_steps": last.step + 768}, {}
+    )
     again_run = TrainingRun(resumed, deployment)
     assert again_run.config.run == "smoke"
     stamps: list[tuple[float, int, int]] = []

@@ -12,7 +12,8 @@ import pytest
 from ray.rllib.callbacks.callbacks import RLlibCallback
 from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
-from trainer.ppo.config import Deployment, resolve
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.run import ppo_config
 from trainer.ppo.runner import LeanEnvRunner, UnmeteredEnvToModulePipeline
 
@@ -20,7 +21,7 @@ from trainer.ppo.runner import LeanEnvRunner, UnmeteredEnvToModulePipeline
 def runner_config(
     tmp_path: Path, envs: int = 2, fragment: int = 64, episode_steps: int = 40
 ) -> Any:
-    config = resolve({
+    config = TrainConfig.load({
         "num_env_runners": 0, "envs_per_env_runner": envs, "rollout_fragment_length": fragment,
         "train_batch_size": 128, "minibatch_size": 64, "curiosity_weight": 0.0,
         "archive_restart_every": 0, "export_every_episodes": 0, "seed": 3,

@@ -13,7 +13,8 @@ from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 
 from koholint.env.zelda import ZeldaEnv
-from trainer.ppo.config import Deployment, resolve
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
 from trainer.ppo.run import ppo_config
 from trainer.ppo.sampling import (
     LatestObservationsToTensor,
@@ -128,7 +129,7 @@ def test_a_network_that_is_not_a_plain_mlp_uses_torchs_forward():
 
 @pytest.mark.parametrize("lean", [True, False])
 def test_env_runner_samples_the_same_columns_either_way(lean: bool, tmp_path: Path):
-    config = resolve(
+    config = TrainConfig.load(
         {**PLAIN, "lean_sampling": lean, "num_env_runners": 0, "envs_per_env_runner": 3,
          "env": {"max_episode_steps": 20}},
         environ={},

@@ -86,7 +86,7 @@ TINY = {
     "total_env_steps": 1024, "num_env_runners": 0, "envs_per_env_runner": 2, "train_batch_size": 256,
     "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128, "env": {"max_episode_steps": 96},
     "export_every_episodes": 0, "checkpoint_every_iterations": 1, "archive_restart_every": 0,
-    "curiosity_weight": 0.0, "reward_model": "latest", "shaping_scale": 0.5,
+    "curiosity_weight": 0.0, "reward": {"model": "latest", "shaping_scale": 0.5},
 }  # fmt: skip
 
 
@@ -94,16 +94,17 @@ def test_a_fixed_version_of_another_encoder_is_refused_before_any_work(tmp_path:
     from reward_versions import make_version
 
     from koholint.store import LocalStore
-    from trainer.ppo.config import Deployment, TrainConfigError, resolve
+    from trainer.config import Deployment
+    from trainer.ppo.config import TrainConfig, TrainConfigError
     from trainer.ppo.run import TrainingRun
 
     store = LocalStore(tmp_path / "store")
     card = make_version(store)
     stored = card.model_copy(update={"encoder_version": "obs128-000000000000"})
     store.put(f"reward-models/{card.version}/model.json", stored.model_dump_json().encode())
-    config = resolve({**TINY, "reward_model": card.version}, {})
+    config = TrainConfig.load({**TINY, "reward": {"model": card.version}}, {})
     run = TrainingRun(config, Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path)))
-    with pytest.raises(TrainConfigError, match="reward_model: .*retrain the reward model"):
+    with pytest.raises(TrainConfigError, match="reward.model: .*retrain the reward model"):
         run.preflight()
 
 
@@ -112,7 +113,8 @@ def test_a_real_trainer_hot_loads_a_version_published_between_iterations(tmp_pat
     from reward_versions import make_version
 
     from koholint.store import LocalStore
-    from trainer.ppo.config import Deployment, resolve
+    from trainer.config import Deployment
+    from trainer.ppo.config import TrainConfig
     from trainer.ppo.run import TrainingRun
 
     store = LocalStore(tmp_path / "store")
@@ -125,7 +127,9 @@ def test_a_real_trainer_hot_loads_a_version_published_between_iterations(tmp_pat
             published.append(make_version(store, seed=3).version)
 
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
-    status = TrainingRun(resolve({**TINY, "run": "hot"}, {}), deployment).run(between_iterations)
+    status = TrainingRun(TrainConfig.load({**TINY, "run": "hot"}, {}), deployment).run(
+        between_iterations
+    )
     assert status.state == "finished"
     assert shaped_after[0] == {}  # nothing published yet: no shaping
     assert status.reward_model == published[0]

@@ -115,7 +115,7 @@ def test_the_demo_segment_is_the_winning_trajectory_under_the_training_rewards()
 def test_settings_are_validated_and_off_by_default():
     assert sil_training_settings(SilSettings()) == {}
     with pytest.raises(ValueError, match="capacity"):
-        SilSettings(weight=1.0, capacity=0).validate()
+        SilSettings(weight=1.0, capacity=0)
 
 
 @pytest.mark.slow  # ~30 s: Ray and two PPO iterations
