@@ -76,7 +76,10 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
     # paid a detour, BENCHMARKS.md), gamma 0.999, three walks of the route, a policy
     # checkpoint every ~250k steps
     "robustify": ROBUSTIFY,
-    "robustify+swarm": {**ROBUSTIFY, "curriculum": {**ROBUSTIFY["curriculum"], "swarm_share": 0.25}},
+    "robustify+swarm": {
+        **ROBUSTIFY,
+        "curriculum": {**ROBUSTIFY["curriculum"], "swarm_share": 0.25},
+    },
 }
 WINDOW = 100
 

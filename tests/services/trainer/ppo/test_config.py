@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from koholint.env.zelda import REWARD_MODES
-from koholint.schemas.env import EnvSettings
 from koholint.game.states import STATE_NAMES
+from koholint.schemas.env import EnvSettings
 from trainer.cli import DEPLOYMENT, register
 from trainer.config import Settings
 from trainer.ppo.config import (
