@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 from pydantic import Field, SecretStr, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from koholint.bus import STREAM_POSITIONS
-from koholint.web.telemetry import TracingExporter
+from koholint.web.settings import ServiceSettings
 
 # The fleet's services the console may reach: it proxies their own APIs and nothing else.
 SERVICES = ("env-sim", "trainer", "planner", "evaluator", "reward-model", "llm-local")
 
 
-class Settings(BaseSettings):
+class Settings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_CONSOLE_", extra="ignore")
 
     redis_url: str = Field("", description="Redis holding koholint.positions; empty = no live map")
@@ -60,9 +60,6 @@ class Settings(BaseSettings):
     )
     map_cache_dir: str = Field("/tmp/koholint-console-map", description="rendered rooms, per ROM")
     proxy_timeout_seconds: float = Field(5.0, gt=0, le=60)
-    max_body_bytes: int = Field(64 * 1024, ge=1024, description="request body limit")
-    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
-    log_level: str = "INFO"
 
     @field_validator("control_token")
     @classmethod

@@ -5,16 +5,17 @@ from __future__ import annotations
 import os
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from koholint.bus import STREAM_POSITIONS
 from koholint.schemas.env import MAX_FRAME_SKIP
 from koholint.schemas.env_sim import MAX_BATCH
-from koholint.web.telemetry import TracingExporter
+from koholint.web.settings import ServiceSettings
 
 
-class Settings(BaseSettings):
+class Settings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_ENV_SIM_", extra="ignore")
+    default_body_bytes = 8 * 1024 * 1024
 
     max_sessions: int = Field(16, ge=1, le=1024, description="open sessions at most; more get 429")
     session_ttl_seconds: float = Field(
@@ -22,7 +23,6 @@ class Settings(BaseSettings):
     )
     max_batch: int = Field(256, ge=1, le=MAX_BATCH, description="actions per POST .../steps")
     max_frame_skip: int = Field(MAX_FRAME_SKIP, ge=1, le=MAX_FRAME_SKIP)
-    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024, description="request body limit")
     max_state_bytes: int = Field(4 * 1024 * 1024, ge=1024, description="uploaded save-state limit")
     workers: int = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=256)
     rom_path: str | None = Field(None, description="the operator's own ROM, identified by sha256")
@@ -56,5 +56,3 @@ class Settings(BaseSettings):
     store_url: str = Field(
         "/tmp/koholint-env-sim-store", description="object store: a path, file:// or s3://"
     )
-    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
-    log_level: str = "INFO"

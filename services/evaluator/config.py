@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from koholint.bus import STREAM_SCORES, STREAM_SEGMENTS
 from koholint.planning.backends import BACKENDS
-from koholint.web.telemetry import TracingExporter
+from koholint.web.settings import ServiceSettings
 
 
-class Settings(BaseSettings):
+class Settings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_EVALUATOR_", extra="ignore")
+    default_body_bytes = 256 * 1024
 
     backend: str = Field("rules", description="rules (embedded default) | local | llm-d")
     llm_base_url: str = Field("", description="llm-d gateway or llm-local base URL")
@@ -42,9 +43,6 @@ class Settings(BaseSettings):
     max_job_segments: int = Field(10_000, ge=1, description="segments per evaluation job at most")
     max_running_jobs: int = Field(2, ge=1, le=64)
     max_jobs_kept: int = Field(256, ge=1, le=100_000)
-    max_body_bytes: int = Field(256 * 1024, ge=1024)
-    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
-    log_level: str = "INFO"
 
     @field_validator("backend")
     @classmethod

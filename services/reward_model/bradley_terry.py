@@ -10,10 +10,12 @@ the same weights.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 import torch
+from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from koholint.reward.model import RewardFunction
@@ -29,24 +31,29 @@ class TrainingError(ValueError):
         self.reason = reason
 
 
-@dataclass
-class FitConfig:
-    hidden_sizes: list[int] = field(default_factory=lambda: [64, 64])
+class FitConfig(BaseModel):
+    """How R_phi is fitted; the reward-model service's settings carry these fields."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)
+
+    hidden_sizes: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
+        default_factory=lambda: [64, 64], min_length=1, max_length=8
+    )
     """R_phi's hidden layers (ReLU)"""
-    learning_rate: float = 3e-3
+    learning_rate: float = Field(3e-3, gt=0, le=1)
     """Adam step size"""
-    weight_decay: float = 1e-2
-    """L2 on the weights: with a few hundred segments over 128 inputs, R_phi overfits without
-    it (held-out accuracy 0.81 at 1e-4, 0.97 at 1e-2 on the synthetic test's segments)"""
-    max_steps: int = 400
+    weight_decay: float = Field(1e-2, ge=0, le=1)
+    """L2 on the weights: with a few hundred segments over 128 inputs, R_phi overfits without it"""
+    max_steps: int = Field(400, ge=1, le=100_000)
     """full-batch Adam steps at most"""
-    evaluate_every: int = 5
+    evaluate_every: int = Field(5, ge=1, le=100_000)
     """steps between held-out evaluations"""
-    patience: int = 8
+    patience: int = Field(8, ge=1, le=1000)
     """evaluations without a better held-out loss before stopping"""
-    heldout_fraction: float = 0.2
+    heldout_fraction: float = Field(0.2, gt=0, lt=1)
     """share of the segments held out: pairs touching them measure accuracy and stop early"""
-    seed: int = 0
+    seed: int = Field(0, ge=0, le=2**31 - 1)
+    """seeds the held-out split and the network's initial weights"""
 
 
 @dataclass(frozen=True)

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
 
 from koholint.bus import STREAM_REWARD_MODELS, STREAM_SCORES
-from koholint.web.telemetry import TracingExporter
+from koholint.web.settings import ServiceSettings
+from reward_model.bradley_terry import FitConfig
 
 
-class Settings(BaseSettings):
+class Settings(ServiceSettings, FitConfig):
+    """The reward-model service: its streams, preferences and when it trains; how it fits R_phi
+    (FitConfig's fields, KOHOLINT_REWARD_MODEL_LEARNING_RATE and so on)."""
+
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_REWARD_MODEL_", extra="ignore")
+    default_body_bytes = 8 * 1024 * 1024
 
     store_url: str = Field("runs/store", description="object store: path, file:// or s3://")
     redis_url: str = Field(
@@ -34,13 +39,6 @@ class Settings(BaseSettings):
     accuracy_floor: float = Field(
         0.6, ge=0, le=1, description="publish only above this held-out accuracy"
     )
-    hidden_sizes: list[int] = Field(default_factory=lambda: [64, 64], min_length=1, max_length=8)
-    learning_rate: float = Field(3e-3, gt=0, le=1)
-    weight_decay: float = Field(1e-2, ge=0, le=1)
-    max_steps: int = Field(400, ge=1, le=100_000)
-    patience: int = Field(8, ge=1, le=1000)
-    heldout_fraction: float = Field(0.2, gt=0, lt=1)
-    seed: int = Field(0, ge=0, le=2**31 - 1)
-    max_body_bytes: int = Field(8 * 1024 * 1024, ge=1024)
-    tracing_exporter: TracingExporter = Field("none", description="none | console | otlp")
-    log_level: str = "INFO"
+
+    def fit_config(self) -> FitConfig:
+        return FitConfig.model_validate(self.model_dump(include=set(FitConfig.model_fields)))

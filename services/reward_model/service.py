@@ -47,7 +47,7 @@ from koholint.schemas.reward_model import (
 )
 from koholint.store import ObjectStore, StoreError
 from koholint.web.problems import ConflictError, NotFoundError, UnprocessableError
-from reward_model.bradley_terry import FitConfig, FitResult, TrainingError, fit
+from reward_model.bradley_terry import FitResult, TrainingError, fit
 from reward_model.config import Settings
 from reward_model.metrics import Metrics
 from reward_model.preferences import ScoredSegment, build_preferences, scored_segment
@@ -148,7 +148,7 @@ class RewardModelService:
                                 f"{settings.min_pairs}; wait for more scores", len(pairs))  # fmt: skip
         started = time.perf_counter()
         try:
-            result = fit(segments, pairs, self._fit_config())
+            result = fit(segments, pairs, self.settings.fit_config())
         except TrainingError as error:
             return self._refuse(error.reason, f"{error}; the previous version stays", len(pairs))
         seconds = time.perf_counter() - started
@@ -170,12 +170,6 @@ class RewardModelService:
         self.metrics.rejected.labels(reason).inc()
         return TrainStatus(state="refused", detail=detail, pairs=pairs,
                            heldout_accuracy=accuracy, seconds=seconds)  # fmt: skip
-
-    def _fit_config(self) -> FitConfig:
-        s = self.settings
-        return FitConfig(hidden_sizes=list(s.hidden_sizes), learning_rate=s.learning_rate,
-                         weight_decay=s.weight_decay, max_steps=s.max_steps, patience=s.patience,
-                         heldout_fraction=s.heldout_fraction, seed=s.seed)  # fmt: skip
 
     def _publish(
         self, result: FitResult, segments: list[ScoredSegment], sources: list[str]

@@ -51,4 +51,8 @@ def test_a_diverging_loss_is_refused():
     segments = synthetic_segments(20, seed=3)
     pairs = build_preferences(segments, margin=0.5, max_pairs=100)
     with pytest.raises(TrainingError, match="NaN|inf"):
-        fit(segments, pairs, FitConfig(learning_rate=1e30, weight_decay=0.0, max_steps=50))
+        fit(
+            segments,
+            pairs,
+            FitConfig.model_construct(learning_rate=1e30, weight_decay=0.0, max_steps=50),
+        )
