@@ -34,7 +34,7 @@ from koholint import ENV_ID
 from koholint.env.encoding import OBSERVATION_SIZE
 from koholint.env.zelda import Action, EnvConfig, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.states import STATE_NAMES
-from koholint.reward.features import encoder_version
+from koholint.env.encoding import encoder_version
 
 POLICY_STREAM = 1  # the second word of the policy's seed: its own stream (policy_rng)
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from koholint.bus import STREAM_SEGMENTS, Bus
 from koholint.game.png import encode_png
-from koholint.reward.features import encoder_version
+from koholint.env.encoding import encoder_version
 from koholint.store import ObjectStore, put_json
 
 EXPORT_SCHEMA_VERSION = 2

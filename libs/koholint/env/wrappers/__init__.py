@@ -11,7 +11,7 @@ from koholint.env.wrappers.go_explore import (
 )
 from koholint.env.wrappers.planner import PlannerControlWrapper
 from koholint.env.wrappers.positions import PositionPublisher, PositionPublisherWrapper
-from koholint.env.wrappers.shaping import Potential, RewardModelPotential, ShapingWrapper
+from koholint.env.wrappers.shaping import Potential, ShapingWrapper
 
 __all__ = [
     "ArchiveSource",
@@ -25,7 +25,6 @@ __all__ = [
     "PositionPublisher",
     "PositionPublisherWrapper",
     "Potential",
-    "RewardModelPotential",
     "SegmentRecorder",
     "ShapingWrapper",
 ]
