@@ -12,7 +12,8 @@ from koholint.planning.executor import MacroExecutor
 from koholint.planning.llm import LlmClient, RetryPolicy, RouteSettings
 from koholint.planning.macros import AdvanceDialog, Choose, Interact, PushBlock
 from koholint.planning.memory import SessionMemory
-from koholint.planning.view import Situation, read_view
+from koholint.planning.view import read_view
+from koholint.schemas.planner import Situation
 
 from .conftest import Reply, ScriptedLlm, answer
 
