@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from koholint.game.ram import InventoryItem
 from koholint.game.tiles import Metatile
-from koholint.planning.llm import (
+from koholint.llm.client import (
     TEXT_ROUTES,
     CallLog,
     CallRecord,

@@ -35,7 +35,7 @@ from koholint.env.wrappers import (
 from koholint.env.wrappers.curiosity import CuriosityVectorWrapper
 from koholint.env.wrappers.positions import process_position_publisher
 from koholint.planning.backends import Backend, make_backend
-from koholint.planning.llm import TEXT_ROUTES
+from koholint.llm.client import TEXT_ROUTES
 from koholint.store import open_store
 from trainer.ppo.config import Deployment, TrainConfig
 from trainer.ppo.curriculum import RayCurriculumSource, curriculum_actor_name
