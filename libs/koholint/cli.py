@@ -144,7 +144,7 @@ def _print_summary(results: list[EpisodeResult]) -> None:
 
 # -- other commands -------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
-    from koholint.baselines.trajectory import replay
+    from koholint.trajectory.jsonl import replay
 
     result = replay(Path(args.file))
     if result.ok:
@@ -392,8 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from koholint.baselines.trained import PolicyFileError
-    from koholint.baselines.trajectory import TrajectoryError
     from koholint.game.states import UnknownStateError
+    from koholint.trajectory.jsonl import TrajectoryError
 
     args = build_parser().parse_args(argv)
     if args.command == "play" and not (

@@ -15,8 +15,8 @@ from koholint.baselines.trained import (
     load_policy,
     play_policy,
 )
-from koholint.baselines.trajectory import TrajectoryWriter
 from koholint.env.zelda import ZeldaEnv
+from koholint.trajectory.jsonl import TrajectoryWriter
 
 _TRAINED_ROW = "{:>6}{:>5}{:>7}{:>7}{:>7}{:>7}{:>9}"
 

@@ -31,10 +31,10 @@ import gymnasium as gym
 import numpy as np
 
 from koholint import ENV_ID
-from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.encoding import OBSERVATION_SIZE, encoder_version
 from koholint.env.zelda import Action, EnvConfig, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.states import STATE_NAMES
-from koholint.env.encoding import encoder_version
+from koholint.trajectory.gif import write_gif
 
 POLICY_STREAM = 1  # the second word of the policy's seed: its own stream (policy_rng)
 
@@ -508,8 +508,6 @@ def _play_episode(
             screens.append(zelda.gameboy.render_now())
     gif = None
     if settings.export is not None:
-        from koholint.explore.trajectory import write_gif
-
         target = (
             settings.export
             / f"{label.replace('@', '-')}-seed{seed}-{'won' if terminated else 'lost'}.gif"

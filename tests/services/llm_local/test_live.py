@@ -11,8 +11,8 @@ import httpx
 import jsonschema
 import pytest
 
-from koholint.planning.backends import DialogAnswer
 from koholint.llm.client import LlmClient, RetryPolicy, RouteSettings
+from koholint.planning.backends import DialogAnswer
 from koholint.web.problems import PROBLEM_JSON
 from llm_local.config import Settings
 from llm_local.routes.chat import ROUTES

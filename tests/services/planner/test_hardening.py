@@ -14,8 +14,7 @@ from koholint.clients.planner import PlannerClient
 from koholint.game.emulator import GameBoy
 from koholint.game.states import load_named_state
 from koholint.planning.view import read_view
-from koholint.schemas.planner import Situation
-from koholint.schemas.planner import DecideRequest
+from koholint.schemas.planner import DecideRequest, Situation
 from planner.app import create_app
 from planner.config import Settings
 
