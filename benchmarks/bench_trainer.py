@@ -135,10 +135,10 @@ def feature_costs(steps: int) -> None:
     envs, stepped in this process with random actions (no RLlib, no Ray: a local archive)."""
     import torch
 
-    from koholint.env.archive import Archive
     from koholint.env.export import ExportQueue
     from koholint.env.vector import make_vector_env
     from koholint.env.wrappers.curiosity import CuriosityVectorWrapper
+    from koholint.explore.archive import Archive
     from koholint.store import open_store
 
     torch.set_num_threads(1)
@@ -162,7 +162,8 @@ def feature_costs(steps: int) -> None:
 def _feature_wrappers(features: str, archive: Any, known: dict[Any, int], exporter: Any,
                       every: int, env: Any, index: int) -> Any:  # fmt: skip
     """What wrap_train_env puts around env `index` (curiosity wraps the vector env)."""
-    from koholint.env.wrappers import GoExploreWrapper, LocalArchiveSource, SegmentRecorder
+    from koholint.env.wrappers import SegmentRecorder
+    from koholint.explore.restarts import GoExploreWrapper, LocalArchiveSource
 
     if "go" in features:
         env = GoExploreWrapper(env, LocalArchiveSource(archive), restart_every=4, known=known)

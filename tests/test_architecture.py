@@ -1,5 +1,7 @@
 """The import graph: the library never imports a service, services never import each other,
-and no module is part of an import cycle (deferred imports inside functions count too)."""
+no module is part of an import cycle, the library's folders import each other in one
+direction only (docs/architecture.md draws it), and no module leans on pydantic's private
+internals. Deferred imports inside functions count too."""
 
 from __future__ import annotations
 
@@ -56,6 +58,34 @@ def graph() -> dict[str, set[str]]:
 
 def top(name: str) -> str:
     return name.split(".")[0]
+
+
+def folder(name: str) -> str | None:
+    """The library folder a module belongs to: its top-level subpackage or module under
+    ``koholint`` (``koholint.env.wrappers.planner`` is in ``env``, ``koholint.store`` in
+    ``store``; the package's own ``__init__`` is ``koholint``); None outside the library."""
+    parts = name.split(".")
+    if parts[0] != "koholint":
+        return None
+    return parts[1] if len(parts) > 1 else "koholint"
+
+
+def folder_graph(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Which library folder imports which, from the module graph (imports within a folder
+    left out)."""
+    folders: dict[str, set[str]] = {}
+    for name, targets in edges.items():
+        source = folder(name)
+        if source is None:
+            continue
+        imported = {folder(target) for target in targets} - {None, source}
+        folders.setdefault(source, set()).update(f for f in imported if f is not None)
+    return folders
+
+
+def folder_loops(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Groups of library folders that import each other, directly or around a loop."""
+    return strongly_connected(folder_graph(edges))
 
 
 def test_the_library_imports_no_service() -> None:
@@ -128,3 +158,82 @@ def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
     assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_library_folders_import_each_other_in_one_direction() -> None:
+    edges = graph()
+    loops = folder_loops(edges)
+    witnesses = sorted(
+        f"{name} -> {target}"
+        for name, targets in edges.items()
+        for target in targets
+        for loop in loops
+        if folder(name) in loop and folder(target) in loop and folder(name) != folder(target)
+    )
+    assert not loops, f"library folders in a loop: {loops}; the imports that close it: {witnesses}"
+
+
+def test_the_folder_loop_finder_finds_a_loop() -> None:
+    # No module is in a cycle, yet the folders a and b import each other.
+    edges = {
+        "koholint.a.one": {"koholint.b.one"},
+        "koholint.b.one": set(),
+        "koholint.b.two": {"koholint.a.two"},
+        "koholint.a.two": {"koholint.store"},
+        "koholint.c": {"koholint.a.one", "koholint"},
+        "koholint": set(),
+        "service.app": {"koholint.c"},
+    }
+    assert strongly_connected(edges) == []
+    assert folder_graph(edges) == {
+        "a": {"b", "store"}, "b": {"a"}, "c": {"a", "koholint"}, "koholint": set(),
+    }  # fmt: skip
+    assert folder_loops(edges) == [["a", "b"]]
+    assert folder_loops({**edges, "koholint.b.two": set()}) == []
+
+
+PYDANTIC_PACKAGES = ("pydantic", "pydantic_core", "pydantic_settings")
+
+
+def private_pydantic_imports(source: str) -> list[str]:
+    """The private pydantic modules and names `source` imports (``pydantic._internal...``,
+    any ``pydantic.*._name``): they change without notice between pydantic releases."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] in PYDANTIC_PACKAGES and any(p.startswith("_") for p in parts[1:]):
+                found.append(name)
+    return found
+
+
+def test_no_module_imports_private_pydantic_modules() -> None:
+    offenders = {
+        name: found
+        for name, path in modules().items()
+        if (found := private_pydantic_imports(path.read_text()))
+    }
+    assert not offenders, f"private pydantic imports (use pydantic's public API): {offenders}"
+
+
+def test_the_private_pydantic_finder_finds_them() -> None:
+    source = """
+import pydantic
+import pydantic._internal._docs_extraction
+from pydantic import BaseModel, Field
+from pydantic._internal._docs_extraction import extract_docstrings_from_cls
+from pydantic.fields import _Unset
+from pydantic_settings import BaseSettings
+from . import _local
+"""
+    assert private_pydantic_imports(source) == [
+        "pydantic._internal._docs_extraction",
+        "pydantic._internal._docs_extraction.extract_docstrings_from_cls",
+        "pydantic.fields._Unset",
+    ]

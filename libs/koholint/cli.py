@@ -13,7 +13,7 @@ from koholint.explore.command import register as add_explore
 from koholint.game.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
 
 if TYPE_CHECKING:
-    from koholint.baselines.play import EpisodeResult
+    from koholint.baselines.episode import PlayedEpisode
 
 POLICIES = ("noop", "random", "walkthrough", "explorer")
 CHECKPOINT_PREFIX = "checkpoint:"
@@ -120,8 +120,8 @@ def _play_trained(args: argparse.Namespace, policies: list[str], rom: Path | Non
     return 0 if report.episodes else 1
 
 
-def _print_summary(results: list[EpisodeResult]) -> None:
-    groups: dict[tuple[str, str], list[EpisodeResult]] = {}
+def _print_summary(results: list[PlayedEpisode]) -> None:
+    groups: dict[tuple[str, str], list[PlayedEpisode]] = {}
     for result in results:
         groups.setdefault((result.policy, result.start), []).append(result)
     print("\nsummary (mean over seeds)")
@@ -144,7 +144,7 @@ def _print_summary(results: list[EpisodeResult]) -> None:
 
 # -- other commands -------------------------------------------------------------
 def cmd_replay(args: argparse.Namespace) -> int:
-    from koholint.baselines.trajectory import replay
+    from koholint.trajectory.jsonl import replay
 
     result = replay(Path(args.file))
     if result.ok:
@@ -392,8 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from koholint.baselines.trained import PolicyFileError
-    from koholint.baselines.trajectory import TrajectoryError
     from koholint.game.states import UnknownStateError
+    from koholint.trajectory.jsonl import TrajectoryError
 
     args = build_parser().parse_args(argv)
     if args.command == "play" and not (

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from evaluator.segments import LoadedSegment
-from koholint.planning.llm import (
+from koholint.llm.client import (
     MAX_PROMPT_CHARS,
     CircuitOpenError,
     LlmClient,

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 import httpx
 
 from koholint.clients.env_sim import EnvSimClient, EnvSimError, RemoteEmulator
+from koholint.llm.client import CallLog
 from koholint.planning.autopilot import AutopilotReport, Budget, run_autopilot
 from koholint.planning.backends import Decision, LlmBackend, make_backend
-from koholint.planning.llm import CallLog
 from koholint.planning.memory import SessionMemory
 from koholint.schemas.planner import AutopilotRequest, DecideRequest
 from koholint.web.problems import (

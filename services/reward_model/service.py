@@ -22,8 +22,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from koholint.bus import Bus
+from koholint.env.encoding import encoder_version
 from koholint.env.export import SegmentFormatError, read_segment
-from koholint.reward.features import encoder_version
 from koholint.reward.model import (
     PREFIX,
     LoadedRewardModel,

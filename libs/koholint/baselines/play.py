@@ -3,46 +3,21 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from koholint.baselines.episode import PlayedEpisode
 from koholint.baselines.policies import WALKTHROUGH_ENV, make_policy
 from koholint.baselines.trained import (
-    PlayedEpisode,
     PlayReport,
     PlaySettings,
     load_policy,
     play_policy,
 )
-from koholint.baselines.trajectory import TrajectoryWriter
-from koholint.env.zelda import ZeldaEnv
+from koholint.env.zelda import ZeldaEnv, progress_level
+from koholint.trajectory.jsonl import TrajectoryWriter
 
 _TRAINED_ROW = "{:>6}{:>5}{:>7}{:>7}{:>7}{:>7}{:>9}"
-
-
-@dataclass(frozen=True)
-class EpisodeResult:
-    policy: str
-    start: str
-    seed: int
-    rooms: int
-    cells: int
-    episode_return: float
-    steps: int
-    frames: int
-    won: bool
-    kills: int
-    deaths: int
-    seconds: float
-    trajectory: Path | None
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "policy": self.policy, "start": self.start, "seed": self.seed, "rooms": self.rooms,
-            "cells": self.cells, "return": round(self.episode_return, 4), "steps": self.steps,
-            "frames": self.frames, "won": self.won, "kills": self.kills, "deaths": self.deaths,
-        }  # fmt: skip
 
 
 def run_episode(
@@ -53,7 +28,7 @@ def run_episode(
     max_steps: int = 25_000,
     rom: str | None = None,
     trajectory: Path | None = None,
-) -> EpisodeResult:
+) -> PlayedEpisode:
     """One episode of a named policy; the walkthrough always starts at power-on, one frame a step."""
     settings: dict[str, Any] = {"rom": rom, "start_state": start, "max_episode_steps": max_steps}
     if policy_name == "walkthrough":
@@ -76,11 +51,13 @@ def run_episode(
             if writer:
                 writer.step(steps, action, float(reward), info)
         state = info["state"]
-        result = EpisodeResult(
+        result = PlayedEpisode(
             policy=policy_name, start=str(settings["start_state"] or "power_on"), seed=seed,
-            rooms=info["rooms"], cells=info["cells"], episode_return=total, steps=steps,
-            frames=info["frame"], won=terminated, kills=state["kills"], deaths=state["deaths"],
-            seconds=time.perf_counter() - started, trajectory=trajectory,
+            won=terminated, steps=steps, level=progress_level(env.raw_state),
+            rooms=info["rooms"], cells=info["cells"], episode_return=total, frames=info["frame"],
+            kills=state["kills"], deaths=state["deaths"], milestones=dict(info["milestones"]),
+            seconds=time.perf_counter() - started,
+            trajectory=None if trajectory is None else str(trajectory),
         )  # fmt: skip
         if writer:
             writer.close(result.summary())

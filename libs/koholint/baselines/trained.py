@@ -31,10 +31,11 @@ import gymnasium as gym
 import numpy as np
 
 from koholint import ENV_ID
-from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.baselines.episode import PlayedEpisode
+from koholint.env.encoding import OBSERVATION_SIZE, encoder_version
 from koholint.env.zelda import Action, EnvConfig, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.states import STATE_NAMES
-from koholint.reward.features import encoder_version
+from koholint.trajectory.gif import write_gif
 
 POLICY_STREAM = 1  # the second word of the policy's seed: its own stream (policy_rng)
 
@@ -313,22 +314,6 @@ class PlaySettings:
     """processes playing episodes side by side (each episode's seed fixes it: same results)"""
 
 
-@dataclass(frozen=True)
-class PlayedEpisode:
-    seed: int
-    won: bool
-    steps: int
-    """policy decisions (a planner takeover is part of the decision's step)"""
-    level: int
-    """progress level at the end (koholint.env.zelda.progress_level)"""
-    rooms: int
-    cells: int
-    episode_return: float
-    milestones: dict[str, bool]
-    seconds: float
-    gif: str | None = None
-
-
 @dataclass
 class PlayReport:
     policy: str
@@ -508,16 +493,16 @@ def _play_episode(
             screens.append(zelda.gameboy.render_now())
     gif = None
     if settings.export is not None:
-        from koholint.explore.trajectory import write_gif
-
         target = (
             settings.export
             / f"{label.replace('@', '-')}-seed{seed}-{'won' if terminated else 'lost'}.gif"
         )
         write_gif(screens, target, every=GIF_EVERY, frame_skip=zelda.config.frame_skip)
         gif = str(target)
+    raw = zelda.raw_state
     return PlayedEpisode(
-        seed=seed, won=bool(terminated), steps=steps, level=progress_level(zelda.raw_state),
-        rooms=int(info["rooms"]), cells=int(info["cells"]), episode_return=total,
+        policy=str(policy.path), start=label, seed=seed, won=bool(terminated), steps=steps,
+        level=progress_level(raw), rooms=int(info["rooms"]), cells=int(info["cells"]),
+        episode_return=total, frames=int(info["frame"]), kills=int(raw.kills), deaths=int(raw.deaths),
         milestones=dict(info.get("milestones", {})), seconds=time.perf_counter() - started, gif=gif,
     )  # fmt: skip

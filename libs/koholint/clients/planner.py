@@ -12,8 +12,7 @@ from koholint.clients import ServiceError, check_response
 from koholint.planning.autopilot import AutopilotReport
 from koholint.planning.backends import Decision
 from koholint.planning.memory import SessionMemory
-from koholint.planning.view import Situation
-from koholint.schemas.planner import AutopilotRequest, DecideRequest
+from koholint.schemas.planner import AutopilotRequest, DecideRequest, Situation
 from koholint.web.telemetry import tracing_event_hooks
 
 

@@ -1,7 +1,8 @@
 """The 128-float observation vector, every slot documented, every value in [-1, 1].
 
 ``SLOTS`` is the one source of the layout: (index, name, source, normalisation).
-``encode(raw)`` fills a float32 vector from a ``RawState``.
+``encode(raw)`` fills a float32 vector from a ``RawState``. ``encoder_version()`` names the
+layout: a reward model or policy trained on one layout is refused by an env with another.
 
 Room-object features (neighbours, the tile in front) use the cartridge's metatile ids
 (docs/cartridge.md); on the real DX ROM those slots read LADX object ids and are only
@@ -10,6 +11,8 @@ a rough signal.
 
 from __future__ import annotations
 
+import hashlib
+from functools import cache
 from typing import NamedTuple
 
 import numpy as np
@@ -189,3 +192,12 @@ def encode(raw: RawState) -> np.ndarray:
         else:
             values += _NO_ENTITY
     return np.array(values, dtype=np.float32)
+
+
+@cache
+def encoder_version() -> str:
+    """``obs<size>-<12 hex of the layout's sha256>``; changes whenever a slot changes."""
+    layout = "\n".join(
+        f"{slot.position}|{slot.name}|{slot.source}|{slot.normalisation}" for slot in SLOTS
+    )
+    return f"obs{OBSERVATION_SIZE}-{hashlib.sha256(layout.encode()).hexdigest()[:12]}"

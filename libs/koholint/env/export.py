@@ -26,8 +26,8 @@ from typing import Any
 import numpy as np
 
 from koholint.bus import STREAM_SEGMENTS, Bus
+from koholint.env.encoding import encoder_version
 from koholint.game.png import encode_png
-from koholint.reward.features import encoder_version
 from koholint.store import ObjectStore, put_json
 
 EXPORT_SCHEMA_VERSION = 2

@@ -11,7 +11,6 @@ Usage::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import IntEnum
 from pathlib import Path
 from typing import Any, SupportsFloat
 
@@ -31,24 +30,7 @@ from koholint.game.ram import (
 )
 from koholint.game.state import RawState, count_visited_rooms
 from koholint.game.states import load_named_state
-from koholint.schemas.env import EnvSettings, RewardMode, StartState
-
-
-class Action(IntEnum):
-    """The discrete action set. Directions are held for the whole step; buttons are pressed
-    for the first half of the step (at least one frame) and released, so that choosing the
-    same button twice presses it twice."""
-
-    NOOP = 0
-    UP = 1
-    DOWN = 2
-    LEFT = 3
-    RIGHT = 4
-    A = 5
-    B = 6
-    START = 7
-    SELECT = 8
-
+from koholint.schemas.env import Action, EnvSettings, RewardMode, StartState
 
 ACTION_BUTTONS = (
     Button.NONE, Button.UP, Button.DOWN, Button.LEFT, Button.RIGHT,

@@ -1,4 +1,8 @@
-"""Go-Explore phase 1: policy-free exploration of the cartridge until it is won.
+"""Go-Explore, all of it. Phase 1 explores the cartridge with no policy until it is won
+(``explorer``, ``runner``, ``cells``, ``shorten``, ``command``) and keeps the winning
+trajectory (``trajectory``, ``demo``); the archive of cells (``archive``) is shared with phase
+2, whose wrappers restart episodes from archived cells (``restarts``) and walk a backward
+curriculum over the winning trajectory (``curriculum``).
 
 ``from koholint.explore import ExploreConfig, explore`` (see ``koholint.explore.explorer``).
 The names load on first use, so ``koholint --help`` does not start an emulator import.

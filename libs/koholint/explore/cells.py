@@ -1,7 +1,7 @@
 """Phase 1's cells: where Link stands, how far along the route, and what is left in the room.
 
 A cell is ``(room key, x // bin, y // bin, progress level, enemies left, block tile)``. The
-first four are the archive's cells (``koholint.env.archive``); the last two are the room's
+first four are the archive's cells (``koholint.explore.archive``); the last two are the room's
 own progress, which the level cannot see because it resets when Link leaves: the key hall
 hides its key until all three enemies are beaten, so a state with one enemy left must be
 kept apart from one with three; and the puzzle's block has to travel five tiles, so each
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from koholint.env.archive import Cell
 from koholint.env.zelda import MILESTONES, milestones, progress_level
+from koholint.explore.archive import Cell
 from koholint.game.ram import EntityStatus, EntityType, GameplayType, MotionState
 from koholint.game.state import RawState
 

@@ -8,7 +8,7 @@ Usage::
     result.trajectory  # the actions (one byte each) from start_of_play to the credits
 
 The loop: draw cells from the archive (weights favour the highest progress level, rarely
-chosen and newly found cells: ``koholint.env.archive``), send each to a worker that restores
+chosen and newly found cells: ``koholint.explore.archive``), send each to a worker that restores
 its state and explores at random with action repeats (``koholint.explore.runner``), and add
 the cells the runs found — with the actions that reach them from the start — when they are
 new or better (a higher level, then fewer steps). Workers are processes, one per core; the
@@ -31,8 +31,8 @@ from multiprocessing.util import Finalize
 
 import numpy as np
 
-from koholint.env.archive import Archive, Cell
 from koholint.env.zelda import MILESTONES, ZeldaEnv
+from koholint.explore.archive import Archive, Cell
 from koholint.explore.cells import cell_of
 from koholint.explore.runner import (
     ALL_ACTIONS,

@@ -23,9 +23,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from koholint.env.archive import Cell
 from koholint.env.wrappers import PlannerControlWrapper
 from koholint.env.zelda import Action, ZeldaEnv
+from koholint.explore.archive import Cell
 from koholint.explore.cells import cell_of, reached_milestones, restartable, won
 from koholint.game.ram import MotionState
 from koholint.game.state import RawState

@@ -2,22 +2,20 @@
 
 The actions (one byte each) replay in the env phase 1 explored (``exploration_env``: sticky
 actions off, hybrid control with the rules planner); ``write_trajectory`` records them with
-``koholint.baselines.trajectory`` (a RAM hash per step, and the planner in the header), so
+``koholint.trajectory.jsonl`` (a RAM hash per step, and the planner in the header), so
 ``koholint replay FILE`` checks it, and reports whether it wins.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
-from koholint.baselines.trajectory import TrajectoryWriter
-from koholint.env.wrappers.curriculum import DemoState, demo_states
 from koholint.env.zelda import ZeldaEnv, milestones
+from koholint.explore.curriculum import DemoState, demo_states
 from koholint.explore.runner import exploration_env
+from koholint.trajectory.gif import write_gif
+from koholint.trajectory.jsonl import TrajectoryWriter
 
 
 def _room_for(actions: bytes) -> int:
@@ -80,7 +78,7 @@ def winning_demo(
     planner: bool = True,
 ) -> list[DemoState]:
     """States along a phase-1 trajectory, every `every` steps, replayed in the env it was
-    found in: the backward curriculum's starts (``koholint.env.wrappers.curriculum``)."""
+    found in: the backward curriculum's starts (``koholint.explore.curriculum``)."""
     env = exploration_env(
         start_state=start_state, frame_skip=frame_skip, planner=planner,
         max_episode_steps=_room_for(actions),
@@ -108,15 +106,3 @@ def trajectory_gif(
     finally:
         env.close()
     return write_gif(screens, Path(path), every=every, frame_skip=zelda.config.frame_skip)
-
-
-def write_gif(screens: Sequence[np.ndarray], path: Path, *, every: int, frame_skip: int) -> int:
-    """Screens taken every `every` steps as an animated GIF (played at twice the game's
-    speed; also what ``koholint play --export`` writes). Returns the number of frames."""
-    from PIL import Image
-
-    frames = [Image.fromarray(screen).quantize(colors=16) for screen in screens]
-    milliseconds = round(1000 * every * frame_skip / 60 / 2)
-    frames[0].save(Path(path), save_all=True, append_images=frames[1:], duration=milliseconds,
-                   loop=0, optimize=True)  # fmt: skip
-    return len(frames)

@@ -18,7 +18,8 @@ from koholint.planning.executor import MacroExecutor
 from koholint.planning.macros import MacroResult
 from koholint.planning.memory import SessionMemory
 from koholint.planning.switch import Mode, PolicySwitch
-from koholint.planning.view import Situation, read_view
+from koholint.planning.view import read_view
+from koholint.schemas.planner import Situation
 
 MAX_REFUSALS_IN_A_ROW = 3
 MAX_REPORTED_STEPS = 256

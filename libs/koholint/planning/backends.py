@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from koholint.game.ram import InventoryItem
 from koholint.game.tiles import Metatile
-from koholint.planning.llm import (
+from koholint.llm.client import (
     TEXT_ROUTES,
     CallLog,
     CallRecord,
@@ -35,7 +35,8 @@ from koholint.planning.puzzle import (
     solve,
 )
 from koholint.planning.switch import Mode, classify
-from koholint.planning.view import Situation, is_dialog_state, is_puzzle_state
+from koholint.planning.view import is_dialog_state, is_puzzle_state
+from koholint.schemas.planner import Situation
 
 SHOP_PRICE = 10
 OBJECTIVES = (

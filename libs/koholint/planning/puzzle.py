@@ -11,7 +11,7 @@ from collections import deque
 
 from koholint.game.navigation import STEPS, Cell, NoPathError, find_path
 from koholint.game.tiles import WALKABLE, Metatile
-from koholint.planning.view import Tiles
+from koholint.schemas.planner import Tiles
 
 BLOCK_AREA = (range(1, 9), range(1, 7))
 _DESTINATIONS = frozenset({Metatile.FLOOR, Metatile.DUNGEON_FLOOR, Metatile.PLATE})

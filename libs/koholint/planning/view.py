@@ -1,4 +1,5 @@
-"""What the planner sees: the structured state plus the room's tiles.
+"""What the planner sees (a ``koholint.schemas.planner.Situation``), read from RAM, and the
+dialog and puzzle tests on it.
 
 ``read_view`` works through the ``Emulator`` protocol only (three ``read_memory`` calls), so
 the same code reads a local GameBoy and an env-sim session.
@@ -7,9 +8,7 @@ the same code reads a local GameBoy and an env-sim session.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, Any
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from typing import Any
 
 from koholint.game.emulator import Emulator
 from koholint.game.ram import (
@@ -23,9 +22,8 @@ from koholint.game.ram import (
 )
 from koholint.game.state import GameState, RawState, count_visited_rooms
 from koholint.game.tiles import Metatile
-from koholint.schemas.fields import number_not_text
+from koholint.schemas.planner import Situation, Tiles
 
-Tiles = tuple[tuple[int, ...], ...]
 # Everything RawState, the room tiles and the visited-room count read: link/dialog/entity
 # tables (C1xx-C3xx), room tiles to inventory (D7xx-DBxx), OAM and HRAM. Each read stays
 # under env-sim's 4 KiB limit per memory request.
@@ -102,37 +100,6 @@ class View:
 def read_view(emulator: Emulator) -> View:
     memory = MemorySnapshot(emulator)
     return View(raw=RawState(memory), tiles=room_tiles(memory), memory=memory)
-
-
-# The shape in the schema too, so that the planner's OpenAPI spec states it.
-TileRow = Annotated[
-    list[Annotated[int, Field(ge=0, le=255), BeforeValidator(number_not_text)]],
-    Field(min_length=ROOM_WIDTH, max_length=ROOM_WIDTH),
-]
-
-
-class Situation(BaseModel):
-    """What a decision is made from: the structured state and the room's tiles (8 x 10)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    state: GameState
-    tiles: list[TileRow] = Field(
-        min_length=ROOM_HEIGHT,
-        max_length=ROOM_HEIGHT,
-        description="wRoomObjects metatile ids, 8 rows of 10 (koholint.game.navigation.Metatile)",
-    )
-
-    @field_validator("tiles")
-    @classmethod
-    def rows_of_ten(cls, tiles: list[list[int]]) -> list[list[int]]:
-        for row in tiles:
-            if len(row) != ROOM_WIDTH or not all(0 <= tile <= 255 for tile in row):
-                raise ValueError(f"each row needs {ROOM_WIDTH} tile ids in 0..255")
-        return tiles
-
-    def tile_tuple(self) -> Tiles:
-        return tuple(tuple(row) for row in self.tiles)
 
 
 def is_dialog_state(situation: Situation) -> bool:

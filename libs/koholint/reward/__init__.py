@@ -1,2 +1,3 @@
-"""The reward model shared by the reward-model service and the trainer: the encoder version
-models are tied to, R_phi's numpy inference, and the stored versions' reader and verifier."""
+"""The reward model shared by the reward-model service and the trainer: R_phi's numpy
+inference, its shaping potential, and the stored versions' reader, verifier and hot-loader.
+Models are tied to the env's observation layout (``koholint.env.encoding.encoder_version``)."""

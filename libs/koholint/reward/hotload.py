@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pydantic import ValidationError
 
 from koholint.bus import STREAM_REWARD_MODELS, Bus
-from koholint.reward.features import encoder_version
+from koholint.env.encoding import encoder_version
 from koholint.reward.model import LoadedRewardModel, RewardModelError, latest_version, load_version
 from koholint.schemas.reward_model import VERSION_PATTERN, RewardModelEvent
 from koholint.store import ObjectStore, StoreError

@@ -75,6 +75,19 @@ class LoadedRewardModel:
         return self.card.version
 
 
+class RewardModelPotential:
+    """R_phi of a stored version, normalised by its training statistics: the potential of
+    ``koholint.env.wrappers.ShapingWrapper``."""
+
+    def __init__(self, model: LoadedRewardModel) -> None:
+        self.version = model.version
+        self.encoder_version = model.card.encoder_version
+        self._function = model.function
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        return self._function.normalised(observations)
+
+
 def new_version(now: float | None = None) -> str:
     """``rm-YYYYMMDD-HHMMSS-<6 hex>``: sorts by time, unique across replicas."""
     now = time.time() if now is None else now

@@ -16,6 +16,7 @@ command line or the environment is decoded before it gets here.
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import IntEnum
 from typing import Annotated, Any, Literal
 
 import numpy as np
@@ -29,6 +30,23 @@ MAX_EPISODE_STEPS = 10_000_000
 MAX_LATCH_STEPS = 64
 MAX_COVERAGE_BIN = 160
 MAX_REWARD_WEIGHT = 1e6
+
+
+class Action(IntEnum):
+    """The discrete action set. Directions are held for the whole step; buttons are pressed
+    for the first half of the step (at least one frame) and released, so that choosing the
+    same button twice presses it twice."""
+
+    NOOP = 0
+    UP = 1
+    DOWN = 2
+    LEFT = 3
+    RIGHT = 4
+    A = 5
+    B = 6
+    START = 7
+    SELECT = 8
+
 
 RewardMode = Literal["sparse", "progress", "progress+coverage"]
 """Which reward components count: the win only, progress events, progress and coverage."""

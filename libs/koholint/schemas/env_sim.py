@@ -13,10 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 
-from koholint.env.zelda import Action
 from koholint.game.state import GameState
 from koholint.game.states import STATE_NAMES
-from koholint.schemas.env import EnvSettings
+from koholint.schemas.env import Action, EnvSettings
 from koholint.schemas.fields import JsonInt, Seed, number_not_text
 
 ENV_SIM_SCHEMA_VERSION = 1

@@ -1,5 +1,6 @@
-"""The planner service's request bodies (API version v1); its answers are
-``koholint.planning.backends.Decision`` and ``koholint.planning.autopilot.AutopilotReport``.
+"""The planner service's contract (API version v1): what a decision is made from
+(``Situation``) and the request bodies; its answers are ``koholint.planning.backends.Decision``
+and ``koholint.planning.autopilot.AutopilotReport``.
 
 The service validates these and ``koholint.clients.planner`` sends them, so a field is
 defined once for both sides.
@@ -11,7 +12,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
-from koholint.planning.view import Situation
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH
+from koholint.game.state import GameState
 from koholint.schemas.fields import Seed, number_not_text
 
 PLANNER_SCHEMA_VERSION = 1
@@ -24,6 +26,39 @@ MAX_AUTOPILOT_FRAMES = 1_000_000
 
 
 Json = BeforeValidator(number_not_text)
+
+
+Tiles = tuple[tuple[int, ...], ...]
+"""A room's metatile ids as read from RAM: 8 rows of 10."""
+# The row's shape in the schema too, so that the planner's OpenAPI spec states it.
+TileRow = Annotated[
+    list[Annotated[int, Field(ge=0, le=255), BeforeValidator(number_not_text)]],
+    Field(min_length=ROOM_WIDTH, max_length=ROOM_WIDTH),
+]
+
+
+class Situation(BaseModel):
+    """What a decision is made from: the structured state and the room's tiles (8 x 10)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    state: GameState
+    tiles: list[TileRow] = Field(
+        min_length=ROOM_HEIGHT,
+        max_length=ROOM_HEIGHT,
+        description="wRoomObjects metatile ids, 8 rows of 10 (koholint.game.navigation.Metatile)",
+    )
+
+    @field_validator("tiles")
+    @classmethod
+    def rows_of_ten(cls, tiles: list[list[int]]) -> list[list[int]]:
+        for row in tiles:
+            if len(row) != ROOM_WIDTH or not all(0 <= tile <= 255 for tile in row):
+                raise ValueError(f"each row needs {ROOM_WIDTH} tile ids in 0..255")
+        return tiles
+
+    def tile_tuple(self) -> Tiles:
+        return tuple(tuple(row) for row in self.tiles)
 
 
 class DecideRequest(BaseModel):

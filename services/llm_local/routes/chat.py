@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Depends
 from starlette.concurrency import run_in_threadpool
 
-from koholint.planning.llm import ROUTES
+from koholint.llm.client import ROUTES
 from koholint.web.problems import (
     NotFoundError,
     PayloadTooLargeError,

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from koholint.env.wrappers.curriculum import LocalCurriculum, Start
+from koholint.explore.curriculum import LocalCurriculum, Start
 from koholint.explore.trajectory import winning_demo
 
 if TYPE_CHECKING:

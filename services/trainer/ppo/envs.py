@@ -19,14 +19,9 @@ import ray
 
 from koholint.bus import RedisBus
 from koholint.clients.planner import PlannerClient
-from koholint.env.archive import Archive, Cell, CellRecord
 from koholint.env.export import EXPORT_COUNTS, ExportQueue
 from koholint.env.rnd import RndConfig
 from koholint.env.wrappers import (
-    CurriculumWrapper,
-    Frontier,
-    GoExploreWrapper,
-    LocalArchiveSource,
     PlannerControlWrapper,
     PositionPublisherWrapper,
     SegmentRecorder,
@@ -35,8 +30,11 @@ from koholint.env.wrappers import (
 from koholint.env.wrappers.curiosity import CuriosityVectorWrapper
 from koholint.env.wrappers.positions import process_position_publisher
 from koholint.env.zelda import EnvConfig
+from koholint.explore.archive import Archive, Cell, CellRecord
+from koholint.explore.curriculum import CurriculumWrapper
+from koholint.explore.restarts import Frontier, GoExploreWrapper, LocalArchiveSource
+from koholint.llm.client import TEXT_ROUTES
 from koholint.planning.backends import Backend, make_backend
-from koholint.planning.llm import TEXT_ROUTES
 from koholint.store import open_store
 from trainer.config import Deployment
 from trainer.ppo.config import TrainConfig

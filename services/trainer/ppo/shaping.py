@@ -16,10 +16,10 @@ from typing import Any
 import gymnasium as gym
 
 from koholint.bus import RedisBus
-from koholint.env.wrappers import RewardModelPotential, ShapingWrapper
-from koholint.reward.features import encoder_version
+from koholint.env.encoding import encoder_version
+from koholint.env.wrappers import ShapingWrapper
 from koholint.reward.hotload import LATEST, RewardModelSource
-from koholint.reward.model import LoadedRewardModel, load_version
+from koholint.reward.model import LoadedRewardModel, RewardModelPotential, load_version
 from koholint.store import ObjectStore
 
 logger = logging.getLogger("trainer.ppo.shaping")

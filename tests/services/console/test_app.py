@@ -271,7 +271,7 @@ def test_watch_a_trainer_env_through_its_frame_key(serve, map_cache_dir, redis_c
 @pytest.mark.anyio
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])
 async def test_archive_heat_from_the_trainers_store(map_cache_dir, tmp_path, anyio_backend):
-    from koholint.env.archive import Archive
+    from koholint.explore.archive import Archive
     from koholint.store import LocalStore
 
     store = LocalStore(str(tmp_path / "store"))

@@ -13,7 +13,7 @@ import pytest
 from pydantic import BaseModel
 from tests.contracts import assert_problem, assert_problem_spec, check_openapi_contract
 
-from koholint.planning.llm import ROUTES
+from koholint.llm.client import ROUTES
 from llm_local.app import create_app
 from llm_local.config import Settings
 from llm_local.model import MAX_ENUM_VALUES, MAX_SCHEMA_DEPTH, ChatModel

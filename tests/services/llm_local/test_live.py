@@ -11,8 +11,8 @@ import httpx
 import jsonschema
 import pytest
 
+from koholint.llm.client import LlmClient, RetryPolicy, RouteSettings
 from koholint.planning.backends import DialogAnswer
-from koholint.planning.llm import LlmClient, RetryPolicy, RouteSettings
 from koholint.web.problems import PROBLEM_JSON
 from llm_local.config import Settings
 from llm_local.routes.chat import ROUTES
@@ -145,7 +145,7 @@ def test_json_object_and_text_parts(http: httpx.Client) -> None:
 
 
 def test_planner_client_gets_validated_answers(live_server: Any) -> None:
-    """The planner's own client (koholint.planning.llm) against this server."""
+    """The planner's own client (koholint.llm.client) against this server."""
     routes = {"dialog": RouteSettings(model="local", timeout_s=60, temperature=0.7)}
     client = LlmClient(live_server.url, routes, retry=RetryPolicy(attempts=1))
     try:

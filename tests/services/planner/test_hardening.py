@@ -13,8 +13,8 @@ from tests.contracts import assert_problem, assert_problem_spec, check_openapi_c
 from koholint.clients.planner import PlannerClient
 from koholint.game.emulator import GameBoy
 from koholint.game.states import load_named_state
-from koholint.planning.view import Situation, read_view
-from koholint.schemas.planner import DecideRequest
+from koholint.planning.view import read_view
+from koholint.schemas.planner import DecideRequest, Situation
 from planner.app import create_app
 from planner.config import Settings
 

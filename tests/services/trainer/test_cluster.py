@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from koholint.env.archive import Archive
+from koholint.explore.archive import Archive
 from koholint.schemas.trainer import RunStatus
 from koholint.store import LocalStore
 from trainer.ledger import CheckpointLedger

@@ -13,29 +13,16 @@ from typing import Any, Protocol, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from koholint.reward.model import LoadedRewardModel
-
 SHAPING_COMPONENT = "shaping"
 
 
 class Potential(Protocol):
-    """Phi before scaling, for a batch of observations; `version` names it in the ledger."""
+    """Phi before scaling, for a batch of observations; `version` names it in the ledger
+    (the reward model's is ``koholint.reward.model.RewardModelPotential``)."""
 
     version: str
 
     def __call__(self, observations: np.ndarray) -> np.ndarray: ...
-
-
-class RewardModelPotential:
-    """R_phi of a stored version, normalised by its training statistics."""
-
-    def __init__(self, model: LoadedRewardModel) -> None:
-        self.version = model.version
-        self.encoder_version = model.card.encoder_version
-        self._function = model.function
-
-    def __call__(self, observations: np.ndarray) -> np.ndarray:
-        return self._function.normalised(observations)
 
 
 class ShapingWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):

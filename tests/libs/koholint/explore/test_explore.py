@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from koholint.baselines.trajectory import ram_hash, replay
 from koholint.env.zelda import Action
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
 from koholint.explore.cells import NO_BLOCK, cell_of, room_detail
 from koholint.explore.runner import Runner, RunTask, exploration_env
 from koholint.explore.trajectory import winning_demo, write_trajectory
+from koholint.trajectory.jsonl import ram_hash, replay
 
 VILLAGE = (0, 0, 0x21)
 

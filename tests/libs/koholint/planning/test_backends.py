@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import pytest
+from tests.libs.koholint.llm.conftest import Reply, ScriptedLlm, answer
 
 from koholint.game.emulator import GameBoy
 from koholint.game.ram import RoomFlag
+from koholint.llm.client import LlmClient, RetryPolicy, RouteSettings
 from koholint.planning.autopilot import Budget, run_autopilot
 from koholint.planning.backends import LlmBackend, RulesBackend
 from koholint.planning.executor import MacroExecutor
-from koholint.planning.llm import LlmClient, RetryPolicy, RouteSettings
 from koholint.planning.macros import AdvanceDialog, Choose, Interact, PushBlock
 from koholint.planning.memory import SessionMemory
-from koholint.planning.view import Situation, read_view
-
-from .conftest import Reply, ScriptedLlm, answer
+from koholint.planning.view import read_view
+from koholint.schemas.planner import Situation
 
 DIALOG_STARTS = ("before_npc", "before_chest", "before_shop")
 

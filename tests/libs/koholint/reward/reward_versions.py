@@ -6,7 +6,7 @@ import hashlib
 
 import numpy as np
 
-from koholint.reward.features import encoder_version
+from koholint.env.encoding import encoder_version
 from koholint.reward.model import (
     LoadedRewardModel,
     RewardFunction,

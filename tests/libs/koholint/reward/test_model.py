@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from reward_versions import make_version
 
-from koholint.reward.features import encoder_version
+from koholint.env.encoding import encoder_version
 from koholint.reward.model import (
     LATEST_KEY,
     RewardModelError,

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from koholint.env.archive import Archive
 from koholint.env.export import EXPORT_SCHEMA_VERSION
+from koholint.explore.archive import Archive
 from koholint.schemas.trainer import RunStatus
 from koholint.store import LocalStore
 from trainer.config import Deployment

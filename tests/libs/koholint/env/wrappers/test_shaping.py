@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from koholint.env.export import ExportQueue, read_segment
-from koholint.env.wrappers import RewardModelPotential, SegmentRecorder, ShapingWrapper
+from koholint.env.wrappers import SegmentRecorder, ShapingWrapper
 from koholint.env.zelda import ZeldaEnv
+from koholint.reward.model import RewardModelPotential
 from koholint.store import LocalStore
 
 sys.path.insert(0, str(Path(__file__).parents[2] / "reward"))

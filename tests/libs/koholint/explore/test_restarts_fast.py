@@ -5,10 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from koholint.env.archive import Archive
-from koholint.env.wrappers import GoExploreWrapper
-from koholint.env.wrappers.go_explore import LocalArchiveSource
 from koholint.env.zelda import ZeldaEnv
+from koholint.explore.archive import Archive
+from koholint.explore.restarts import GoExploreWrapper, LocalArchiveSource
 from koholint.game import fastpath
 
 pytestmark = pytest.mark.skipif(not fastpath.COMPILED, reason="the compiled fast path is not built")

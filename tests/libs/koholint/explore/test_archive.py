@@ -5,8 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from koholint.env.archive import Archive
 from koholint.env.zelda import Action, ZeldaEnv
+from koholint.explore.archive import Archive
 from koholint.store import LocalStore
 
 VILLAGE = (0, 0, 0x21)

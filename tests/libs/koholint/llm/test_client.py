@@ -10,7 +10,7 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel, ConfigDict, Field
 
-from koholint.planning.llm import (
+from koholint.llm.client import (
     CallLog,
     CircuitBreaker,
     CircuitOpenError,

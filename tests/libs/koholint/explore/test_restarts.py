@@ -1,11 +1,10 @@
-"""Curiosity and Go-Explore wrappers on the real environment."""
+"""Go-Explore restarts from archived cells, on the real environment."""
 
-import numpy as np
 import pytest
 
-from koholint.env.archive import Archive
-from koholint.env.wrappers import CuriosityWrapper, GoExploreWrapper, LocalArchiveSource
 from koholint.env.zelda import Action, ZeldaEnv
+from koholint.explore.archive import Archive
+from koholint.explore.restarts import GoExploreWrapper, LocalArchiveSource
 from koholint.game.ram import RamAddress
 
 
@@ -26,23 +25,6 @@ def standing_explorer(archive: Archive, **settings) -> GoExploreWrapper:
     return GoExploreWrapper(env, LocalArchiveSource(archive), restart_every=100, **settings)
 
 
-def test_curiosity_pays_within_the_budget_and_trains():
-    env = CuriosityWrapper(ZeldaEnv(), train_every=16)
-    env.reset(seed=0)
-    rng = np.random.default_rng(0)
-    extrinsic = paid = 0.0
-    for _ in range(200):
-        _, reward, _, _, info = env.step(int(rng.integers(1, 5)))
-        components = info["reward_components"]
-        extrinsic += abs(float(reward) - components["intrinsic"])
-        paid += components["intrinsic"]
-        assert components["intrinsic"] <= components["intrinsic_raw"] + 1e-9
-        assert paid <= 0.3 * extrinsic + 1e-9
-    assert paid > 0  # curiosity did pay
-    assert env.rnd.observation_stats.count > 100  # the predictor trained on what it saw
-    env.close()
-
-
 def test_go_explore_restarts_from_archived_cells():
     archive = Archive()
     env = GoExploreWrapper(
@@ -59,11 +41,9 @@ def test_go_explore_restarts_from_archived_cells():
     env.close()
 
 
-def test_wrapper_arguments_are_checked():
+def test_restart_arguments_are_checked():
     with pytest.raises(ValueError, match="restart_every"):
         GoExploreWrapper(ZeldaEnv(), LocalArchiveSource(Archive()), restart_every=0)
-    with pytest.raises(ValueError, match="train_every"):
-        CuriosityWrapper(ZeldaEnv(), train_every=0)
 
 
 def test_restarted_episodes_count_from_the_frontier_cell_and_states_are_not_resaved():

@@ -8,13 +8,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from koholint.env.wrappers.curriculum import (
+from koholint.env.zelda import Action, ZeldaEnv, progress_level
+from koholint.explore.curriculum import (
     CurriculumWrapper,
     DemoState,
     LocalCurriculum,
     demo_states,
 )
-from koholint.env.zelda import Action, ZeldaEnv, progress_level
 from koholint.explore.trajectory import winning_demo
 from koholint.game.ram import GameplayType, MotionState, RamAddress
 

@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from koholint.baselines.play import run_episode
-from koholint.baselines.trajectory import TrajectoryError, replay
 from koholint.cli import main
+from koholint.trajectory.jsonl import TrajectoryError, replay
 
 
 @pytest.fixture

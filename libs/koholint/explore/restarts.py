@@ -8,8 +8,8 @@ from typing import Any, Protocol, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from koholint.env.archive import Archive, Cell, CellRecord
 from koholint.env.zelda import progress_level
+from koholint.explore.archive import Archive, Cell, CellRecord
 from koholint.game import fastpath
 
 Frontier = tuple[bytes, int, float]
