@@ -31,6 +31,7 @@ from trainer.ledger import (
 from trainer.ppo.config import Deployment, TrainConfig, TrainConfigError
 from trainer.ppo.curriculum import run_phase_one, start_curriculum
 from trainer.ppo.ray_node import check_cluster, host_and_port, ray_for_run
+from trainer.ppo.rllib.algorithm import build_algorithm
 from trainer.ppo.shaping import ShapingDriver, check_reward_model
 
 logger = logging.getLogger("trainer.ppo.run")
@@ -292,119 +293,12 @@ def _reachable(setting: str, address: str, default_port: int) -> None:
         ) from error
 
 
-def build_algorithm(config: TrainConfig, deployment: Deployment, archive_actor: str) -> Any:
-    return ppo_config(config, deployment, archive_actor).build_algo()
-
-
 def on_this_node() -> Any:
     """A scheduling strategy that keeps an actor on the driver's node."""
     import ray
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-
-
-def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) -> Any:
-    """PPO on the new API stack; CPU only: no GPU is requested anywhere."""
-    from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-
-    from koholint import ENV_ID
-    from trainer.ppo import sampling
-    from trainer.ppo.callbacks import KoholintCallbacks
-    from trainer.ppo.envs import rllib_env_config
-    from trainer.ppo.overlap import OverlappedPPO
-
-    env_config = rllib_env_config(config, deployment, archive_actor)
-    return (
-        PPOConfig(algo_class=OverlappedPPO if config.overlap_sampling else None)
-        .environment(ENV_ID, env_config=env_config)
-        .env_runners(
-            num_env_runners=config.num_env_runners,
-            num_envs_per_env_runner=config.envs_per_env_runner,
-            rollout_fragment_length=config.fragment_length(),
-            num_cpus_per_env_runner=1,
-            num_gpus_per_env_runner=0,
-        )  # fmt: skip
-        # The env's registered vector env, each env wrapped by the trainer (envs.py).
-        .env_runners(gym_env_vectorize_mode="vector_entry_point")
-        .env_runners(**_sampling_settings(config.lean_sampling))
-        .learners(num_learners=0, num_gpus_per_learner=0)
-        .training(
-            train_batch_size_per_learner=config.train_batch_size,
-            minibatch_size=config.minibatch_size,
-            num_epochs=config.num_epochs,
-            lr=config.learning_rate,
-            gamma=config.gamma,
-            entropy_coeff=config.entropy_coeff,
-        )  # fmt: skip
-        .training(**learner_settings(config))
-        .rl_module(
-            rl_module_spec=RLModuleSpec(
-                module_class=sampling.LeanPPOModule if config.lean_sampling else None,
-                model_config=DefaultModelConfig(
-                    fcnet_hiddens=list(config.hidden_sizes),
-                    fcnet_activation="tanh",
-                    vf_share_layers=False,
-                ),
-            )
-        )  # fmt: skip
-        .callbacks(KoholintCallbacks)
-        .debugging(seed=config.seed)
-    )
-
-
-def learner_settings(config: TrainConfig) -> dict[str, Any]:
-    """PPOConfig.training's learner: the lean one (trainer/ppo/learner.py), with SIL when
-    on, decoupled when sampling overlaps."""
-    from trainer.ppo.learner import LeanPPOTorchLearner
-    from trainer.ppo.overlap import PROXIMAL_LEARNERS
-    from trainer.ppo.sil import SilSettings, sil_training_settings
-
-    settings = sil_training_settings(
-        SilSettings(  # self-imitation, inside the learner
-            weight=config.sil_weight,
-            capacity=config.sil_capacity,
-            period=config.sil_period,
-            batch_size=config.minibatch_size,
-            gamma=config.gamma,
-            seed=config.seed,
-            **demo_settings(config),
-        )
-    )
-    settings.setdefault("learner_class", LeanPPOTorchLearner)
-    if config.overlap_sampling:
-        settings["learner_class"] = PROXIMAL_LEARNERS[settings["learner_class"]]
-    return settings
-
-
-def demo_settings(config: TrainConfig) -> dict[str, Any]:
-    """SIL's demonstration: the curriculum's trajectory when robustifying with sil_demo."""
-    if not config.sil_demo or config.phase not in ("robustify", "both"):
-        return {}
-    return {"demo_trajectory": config.curriculum_trajectory, "demo_env": config.env}
-
-
-def _sampling_settings(lean: bool) -> dict[str, Any]:
-    """Env-runner settings of the lean sampling path (trainer/ppo/sampling.py and
-    runner.py), or none."""
-    from trainer.ppo import sampling
-    from trainer.ppo.runner import LeanEnvRunner
-
-    if not lean:
-        return {}
-    return {
-        "env_runner_cls": LeanEnvRunner,
-        "add_default_connectors_to_env_to_module_pipeline": False,
-        "add_default_connectors_to_module_to_env_pipeline": False,
-        "env_to_module_connector": sampling.env_to_module,
-        "module_to_env_connector": sampling.module_to_env,
-        # Both pipelines are stateless: nothing to gather from the runners after each
-        # iteration (a blocking round trip that would also wait out an overlapped sample).
-        "merge_env_runner_states": False,
-        "broadcast_env_runner_states": False,
-    }
 
 
 def write_learning_curve(curve: list[dict[str, float]], path: Path) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from ray.rllib.core.columns import Columns
 
-from trainer.ppo.learner import LeanPPOTorchLearner
+from trainer.ppo.rllib.learner import LeanPPOTorchLearner
 
 SIL_KEY = "sil"
 
