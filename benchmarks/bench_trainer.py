@@ -109,9 +109,9 @@ def training(steps: int, ray_address: str = "", **overrides: object) -> float:
 def runner_ab(steps: int, rounds: int) -> None:
     """Every feature (2 runners x 4 envs) sampled by LeanEnvRunner, then by RLlib's own
     SingleAgentEnvRunner (the lean path otherwise unchanged), alternated for `rounds`."""
-    from trainer.ppo import run
+    from trainer.ppo.rllib import algorithm
 
-    lean = run._sampling_settings
+    lean = algorithm.lean_sampling_settings
 
     def rllib_runner(enabled: bool) -> dict[str, Any]:
         settings = lean(enabled)
@@ -120,14 +120,14 @@ def runner_ab(steps: int, rounds: int) -> None:
 
     try:
         for round_number in range(rounds):
-            run._sampling_settings = lean
+            algorithm.lean_sampling_settings = lean
             mine = training(steps, **shape(8, 2))
-            run._sampling_settings = rllib_runner
+            algorithm.lean_sampling_settings = rllib_runner
             theirs = training(steps, **shape(8, 2))
             print(f"round {round_number + 1}: LeanEnvRunner {mine:,.0f}, SingleAgentEnvRunner "
                   f"{theirs:,.0f} env steps/s: {mine / theirs:.2f}", flush=True)  # fmt: skip
     finally:
-        run._sampling_settings = lean
+        algorithm.lean_sampling_settings = lean
 
 
 def feature_costs(steps: int) -> None:

@@ -67,7 +67,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     except TrainConfigError as error:
         print(f"koholint train: {error}", file=sys.stderr)
         return 2
-    log = Path(deployment.run_dir).resolve() / config.run / "ray-driver.log"
+    log = Path(deployment.run_dir).resolve() / run.config.run / "ray-driver.log"
     try:
         with stderr_to(log), _stop_on_interrupt(run):
             total = (

@@ -1,4 +1,4 @@
-"""A training run, top to bottom: preflight, Ray, PPO on the new API stack, checkpoints, curve.
+"""A training run, top to bottom: preflight, phase one, Ray, PPO iterations, checkpoints, curve.
 
 run = TrainingRun(TrainConfig.load({"total_env_steps": 20_000}), Deployment())
 run.run(on_iteration=print)   # blocking; run.stop() from another thread ends it early
@@ -6,33 +6,25 @@ run.run(on_iteration=print)   # blocking; run.stop() from another thread ends it
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
-import socket
-import tempfile
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from koholint.env.export import EXPORT_COUNTS
-from koholint.env.zelda import MILESTONES
-from koholint.reward.model import RewardModelError
-from koholint.schemas.trainer import CheckpointRecord, RunStatus
-from koholint.store import ObjectStore, StoreError, open_store
+from koholint.schemas.trainer import RunStatus
 from trainer.config import Deployment
-from trainer.ledger import (
-    RUN_STATE_FILE,
-    CheckpointLedger,
-    UnknownCheckpointError,
-    checkpoint_owner,
-)
+from trainer.ledger import checkpoint_owner
+from trainer.ppo.actors import RunActors, archive_actor_name
+from trainer.ppo.checkpoints import Checkpoints
 from trainer.ppo.config import TrainConfig, TrainConfigError
-from trainer.ppo.curriculum import run_phase_one, start_curriculum
-from trainer.ppo.ray_node import check_cluster, host_and_port, ray_for_run
-from trainer.ppo.shaping import ShapingDriver, check_reward_model
+from trainer.ppo.curriculum import run_phase_one
+from trainer.ppo.curve import LearningCurve
+from trainer.ppo.iterations import IterationLoop, OnIteration
+from trainer.ppo.preflight import Preflight, preflight
+from trainer.ppo.ray_node import ray_for_run
+from trainer.ppo.rllib.algorithm import build_algorithm
+from trainer.ppo.shaping import ShapingDriver
 
 logger = logging.getLogger("trainer.ppo.run")
 
@@ -42,21 +34,43 @@ def unique_run_name() -> str:
     return time.strftime("run-%Y%m%d-%H%M%S-") + secrets.token_hex(3)
 
 
+def named(config: TrainConfig) -> TrainConfig:
+    """`config` with its run named: as given, else (in a copy) the run of the checkpoint it
+    resumes from, else a new unique name."""
+    if config.run:
+        return config
+    resuming = config.resume_from
+    return config.model_copy(
+        update={"run": checkpoint_owner(resuming) if resuming else unique_run_name()}
+    )
+
+
 class TrainingRun:
+    """One training run of `config` on `deployment`: its status, live, and its learning curve.
+
+    ``preflight()`` checks what can be checked before any work (``run()`` calls it when the
+    caller has not). ``run()`` then, in this order: explores to a first win when the phase
+    asks for it; starts Ray (local, or joins the cluster); builds RLlib's PPO with the run's
+    archive and curriculum actors; resumes from a checkpoint when asked; trains iteration by
+    iteration, checkpointing as it goes; and draws the learning curve. ``stop()``, from
+    another thread, ends it after the iteration in progress, with a checkpoint.
+
+    The config given is never changed: ``config`` is the run's own, its name resolved
+    (``named``) and, after phase one, the trajectory found (each a copy).
+    """
+
     def __init__(self, config: TrainConfig, deployment: Deployment | None = None) -> None:
-        if not config.run:
-            resuming = config.resume_from
-            config.run = checkpoint_owner(resuming) if resuming else unique_run_name()
-        self.config = config
+        self.config = named(config)
         self.deployment = deployment or Deployment()
-        self.status = RunStatus(run=config.run, resumed_from=config.resume_from or None)
-        self.curve: list[dict[str, float]] = []
-        """env steps, rooms, cells and archive cells after each iteration (the learning curve)"""
+        self.status = RunStatus(run=self.config.run, resumed_from=self.config.resume_from or None)
+        self._curve = LearningCurve()
         self._stop = threading.Event()
-        self._store: ObjectStore | None = None
-        self._resume: CheckpointRecord | None = None
-        self._shaping: ShapingDriver | None = None
-        self._curriculum: Any = None
+        self._preflight: Preflight | None = None
+
+    @property
+    def curve(self) -> list[dict[str, float]]:
+        """env steps, rooms, cells and archive cells after each iteration (the learning curve)"""
+        return self._curve.points
 
     def stop(self) -> None:
         self._stop.set()
@@ -65,38 +79,13 @@ class TrainingRun:
 
     def preflight(self) -> None:
         """Fail before any work, naming the setting, when something cannot work."""
-        deployment, config = self.deployment, self.config
-        try:
-            self._store = open_store(deployment.store_url)
-            self._store.check()
-        except StoreError as error:
-            raise TrainConfigError(
-                f"store_url / KOHOLINT_TRAINER_STORE_URL={deployment.store_url!r}: {error}",
-                "store_url",
-            ) from error
-        if config.resume_from:
-            try:
-                ledger = CheckpointLedger(self._store, checkpoint_owner(config.resume_from))
-                self._resume = ledger.get(config.resume_from)
-            except (UnknownCheckpointError, StoreError) as error:
-                raise TrainConfigError(f"resume_from: {error}", "resume_from") from None
-        try:
-            check_reward_model(config.reward.model, self._store)
-        except RewardModelError as error:
-            raise TrainConfigError(f"reward.model: {error}", "reward.model") from None
-        if config.planner in ("http", "llm-d") and not deployment.planner_url:
-            raise TrainConfigError(
-                f"planner={config.planner} needs planner_url (KOHOLINT_TRAINER_PLANNER_URL)",
-                "planner_url",
-            )
-        if deployment.ray_address:
-            check_cluster(deployment.ray_address)
-        if deployment.redis_url:
-            _reachable("redis_url / KOHOLINT_TRAINER_REDIS_URL", deployment.redis_url, 6379)
+        self._preflight = preflight(self.config, self.deployment)
 
-    def run(self, on_iteration: Callable[[RunStatus], None] | None = None) -> RunStatus:
+    def run(self, on_iteration: OnIteration | None = None) -> RunStatus:
+        """Train to the end (or the stop); the final status. A failure is recorded in the
+        status, logged and raised."""
         try:
-            if self._store is None:
+            if self._preflight is None:
                 self.preflight()
             self._run(on_iteration)
         except TrainConfigError as error:  # the message says it all: no traceback
@@ -115,316 +104,59 @@ class TrainingRun:
         self.status.state = "failed"
         self.status.error = error
 
-    def _run(self, on_iteration: Callable[[RunStatus], None] | None) -> None:
+    def _run(self, on_iteration: OnIteration | None) -> None:
         import torch
 
-        torch.set_num_threads(1)  # two threads under contention made updates ten times slower here
-        if self._store is None:
+        # The driver's learner shares the cores with the env runners (BENCHMARKS.md).
+        torch.set_num_threads(1)
+        if self._preflight is None:
             raise RuntimeError("preflight() first")
         run_dir = Path(self.deployment.run_dir).resolve() / self.config.run
         run_dir.mkdir(parents=True, exist_ok=True)
-        if self.config.phase in ("explore", "both"):
-            trajectory = run_phase_one(self.config, self.status, run_dir, on_iteration)
-            if self.config.phase == "explore":
-                self.status.state = "finished"  # won or not: run_dir/explore.json says
-                return
-            if trajectory is None:
-                raise RuntimeError(
-                    "phase 1 found no win within explore_env_steps: nothing to robustify"
-                )
-            self.config.curriculum.trajectory = str(trajectory)
-            self.status.env_steps = 0  # the training phase counts its own steps
+        if self.config.phase in ("explore", "both") and not self._explore(run_dir, on_iteration):
+            return
         cpus = max(2, self.config.num_env_runners + 1)
         with ray_for_run(self.deployment.ray_address, run_dir, cpus):
-            self._train(self._store, run_dir, on_iteration)
+            self._train(self._preflight, run_dir, on_iteration)
 
-    def _train(
-        self, store: ObjectStore, run_dir: Path, on_iteration: Callable[[RunStatus], None] | None
-    ) -> None:
-        from trainer.ppo.envs import ArchiveActor
+    def _explore(self, run_dir: Path, on_iteration: OnIteration | None) -> bool:
+        """Phase one: Go-Explore to a first win. Whether training follows; with phase
+        "both", it robustifies the win found (none found is an error)."""
+        trajectory = run_phase_one(self.config, self.status, run_dir, on_iteration)
+        if self.config.phase == "explore":
+            self.status.state = "finished"  # won or not: run_dir/explore.json says
+            return False
+        if trajectory is None:
+            raise RuntimeError(
+                "phase 1 found no win within explore_env_steps: nothing to robustify"
+            )
+        curriculum = self.config.curriculum.model_copy(update={"trajectory": str(trajectory)})
+        self.config = self.config.model_copy(update={"curriculum": curriculum})
+        self.status.env_steps = 0  # the training phase counts its own steps
+        return True
 
+    def _train(self, checked: Preflight, run_dir: Path, on_iteration: OnIteration | None) -> None:
+        """PPO inside the run's Ray (robustifying when the phase says so), from the start or
+        from the checkpoint it resumes."""
         config = self.config
-        # On the driver's node: a cluster's worker nodes may go away mid-run, the driver's not.
-        archive = ArchiveActor.options(  # type: ignore[attr-defined]
-            name=f"archive-{config.run}", scheduling_strategy=on_this_node()
-        ).remote(self.deployment.store_url, f"archives/{config.run}")
-        self._curriculum = start_curriculum(config)
-        algo = build_algorithm(config, self.deployment, f"archive-{config.run}")
-        ledger = CheckpointLedger(store, config.run)
+        actors = RunActors.start(config, self.deployment)
+        algo = build_algorithm(config, self.deployment, archive_actor_name(config.run))
+        checkpoints = Checkpoints(checked.store, config, run_dir, actors)
         resumed_steps = 0
-        if self._resume is not None:
-            resumed_steps = self._restore(algo, store, self._resume, ledger, run_dir)
-        self._shaping = ShapingDriver(config.reward.model, store, redis_url=self.deployment.redis_url,
-                                      run=config.run) if config.reward.model else None  # fmt: skip
+        if checked.resume is not None:
+            resumed_steps = checkpoints.restore(algo, checked.resume, self.status, self._curve)
+        shaping = self._shaping(checked)
         self.status.state = "running"
-        started, last_steps = time.perf_counter(), self.status.env_steps
-        while not self._stop.is_set() and self.status.env_steps < config.total_env_steps:
-            if self._shaping:  # between iterations: a new version reaches the envs
-                self._shaping.before_iteration(algo)
-            result = algo.train()
-            self._update(result, archive)
-            if self._shaping:
-                report = self._shaping.after_iteration(algo)
-                self.status.reward_model, self.status.shaped_steps = (
-                    report.version,
-                    report.steps_by_version,
-                )
-            elapsed = time.perf_counter() - started
-            # Steps this process sampled: a resumed run's lifetime count starts at the checkpoint.
-            sampled = self.status.env_steps - resumed_steps
-            self.status.steps_per_second = sampled / elapsed if elapsed else 0.0
-            if self.status.iterations % config.checkpoint_every_iterations == 0:
-                self._checkpoint(algo, ledger, archive, run_dir)
-                last_steps = self.status.env_steps
-            if on_iteration:
-                on_iteration(self.status)
-        if self.status.env_steps != last_steps:
-            self._checkpoint(algo, ledger, archive, run_dir)
+        loop = IterationLoop(algo, config, self.status, self._curve, actors, checkpoints,
+                             shaping, resumed_steps)  # fmt: skip
+        loop.run(self._stop, on_iteration)
         algo.stop()
-        write_learning_curve(self.curve, run_dir / "learning_curve.png")
+        self._curve.write_png(run_dir / "learning_curve.png")
         self.status.state = "stopped" if self._stop.is_set() else "finished"
 
-    def _restore(
-        self,
-        algo: Any,
-        store: ObjectStore,
-        record: CheckpointRecord,
-        ledger: CheckpointLedger,
-        run_dir: Path,
-    ) -> int:
-        """Continue from the checkpoint: weights, step count, iterations, the curve so far, and
-        the curriculum's position."""
-        import ray
-
-        owner = CheckpointLedger(store, record.run)
-        folder = owner.download(record, Path(tempfile.mkdtemp(dir=run_dir)))
-        algo.restore_from_path(str(folder))
-        saved = folder / RUN_STATE_FILE
-        if saved.exists():
-            state = json.loads(saved.read_text())
-            self.status.iterations = int(state["iterations"])
-            self.curve = [p for p in state["curve"] if p["env_steps"] <= record.step]
-            if self._curriculum is not None and "curriculum" in state:
-                ray.get(self._curriculum.restore.remote(state["curriculum"]))
-        self.status.env_steps = record.step
-        self.status.checkpoints = len(ledger.records)
-        return record.step
-
-    def _update(self, result: dict[str, Any], archive: Any) -> None:
-        import ray
-
-        runners = result.get("env_runners", {})
-        self.status.iterations += 1
-        self.status.env_steps = int(
-            runners.get("num_env_steps_sampled_lifetime", self.status.env_steps)
-        )
-        # An iteration in which no episode ended reports no episode metrics: keep the last.
-        for name, key in (("episode_return_mean", "episode_return_mean"), ("rooms_mean", "rooms"),
-                          ("cells_mean", "cells"), ("win_rate", "won")):  # fmt: skip
-            value = _number(runners.get(key))
-            if value is not None:
-                setattr(self.status, name, value)
-        for milestone in MILESTONES:
-            value = _number(runners.get(f"reached_{milestone}"))
-            if value is not None:
-                self.status.reached[milestone] = max(self.status.reached.get(milestone, 0.0), value)
-        for name in EXPORT_COUNTS:
-            value = _number(runners.get(f"export_segments_{name}"))
-            if value is not None:
-                self.status.export[name] = int(value)
-        self.status.archive_cells = int(ray.get(archive.size.remote()))
-        if self._curriculum is not None:
-            self.status.curriculum = ray.get(self._curriculum.position.remote())
-        self.curve.append({
-            "env_steps": self.status.env_steps, "rooms": self.status.rooms_mean or 0.0,
-            "cells": self.status.cells_mean or 0.0, "archive_cells": self.status.archive_cells,
-        })  # fmt: skip
-
-    def _checkpoint(self, algo: Any, ledger: CheckpointLedger, archive: Any, run_dir: Path) -> None:
-        import ray
-
-        from koholint.baselines.trained import CHECKPOINT_POLICY_FOLDER
-        from trainer.policy_export import ExportError, export_policy
-
-        with tempfile.TemporaryDirectory(dir=run_dir) as directory:
-            algo.save_to_path(directory)
-            settings = self.config.model_dump(mode="json")
-            state = {"iterations": self.status.iterations, "curve": self.curve, "config": settings}
-            if self._curriculum is not None:  # a resumed run goes on from here, not the end
-                state["curriculum"] = ray.get(self._curriculum.state.remote())
-            (Path(directory) / RUN_STATE_FILE).write_text(json.dumps(state))
-            # The small policy file `koholint play --policy checkpoint:...` reads (no Ray needed);
-            # the checkpoint is whole without it (`koholint export-policy` rebuilds it): no crash.
-            try:
-                export_policy(Path(directory), Path(directory) / CHECKPOINT_POLICY_FOLDER,
-                              settings, self.status.env_steps)  # fmt: skip
-            except (ExportError, OSError) as error:
-                logger.warning("checkpoint without a policy file: %s", error,
-                               extra={"event": "policy_file_failed"})  # fmt: skip
-            metrics = {
-                name: value for name, value in (
-                    ("episode_return_mean", self.status.episode_return_mean), ("rooms", self.status.rooms_mean),
-                    ("cells", self.status.cells_mean), ("win_rate", self.status.win_rate),
-                    ("archive_cells", float(self.status.archive_cells)),
-                ) if value is not None
-            }  # fmt: skip
-            metrics.update(self._shaping.metrics() if self._shaping else {})
-            ledger.record(self.status.env_steps, Path(directory), metrics)
-        ray.get(archive.save.remote())
-        self.status.checkpoints = len(ledger.records)
-
-
-def _number(value: Any) -> float | None:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        return None
-    return None if number != number else number  # NaN: no episode ended yet
-
-
-def _reachable(setting: str, address: str, default_port: int) -> None:
-    host, port = host_and_port(address, default_port)
-    try:
-        socket.create_connection((host, port), timeout=3).close()
-    except OSError as error:
-        raise TrainConfigError(
-            f"{setting}={address!r} is unreachable ({error}); check the address or unset it",
-            setting.split(" ")[0],
-        ) from error
-
-
-def build_algorithm(config: TrainConfig, deployment: Deployment, archive_actor: str) -> Any:
-    return ppo_config(config, deployment, archive_actor).build_algo()
-
-
-def on_this_node() -> Any:
-    """A scheduling strategy that keeps an actor on the driver's node."""
-    import ray
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-    return NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(), soft=False)
-
-
-def ppo_config(config: TrainConfig, deployment: Deployment, archive_actor: str) -> Any:
-    """PPO on the new API stack; CPU only: no GPU is requested anywhere."""
-    from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
-    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-
-    from koholint import ENV_ID
-    from trainer.ppo import sampling
-    from trainer.ppo.callbacks import KoholintCallbacks
-    from trainer.ppo.envs import rllib_env_config
-    from trainer.ppo.overlap import OverlappedPPO
-
-    env_config = rllib_env_config(config, deployment, archive_actor)
-    return (
-        PPOConfig(algo_class=OverlappedPPO if config.overlap_sampling else None)
-        .environment(ENV_ID, env_config=env_config)
-        .env_runners(
-            num_env_runners=config.num_env_runners,
-            num_envs_per_env_runner=config.envs_per_env_runner,
-            rollout_fragment_length=config.fragment_length(),
-            num_cpus_per_env_runner=1,
-            num_gpus_per_env_runner=0,
-        )  # fmt: skip
-        # The env's registered vector env, each env wrapped by the trainer (envs.py).
-        .env_runners(gym_env_vectorize_mode="vector_entry_point")
-        .env_runners(**_sampling_settings(config.lean_sampling))
-        .learners(num_learners=0, num_gpus_per_learner=0)
-        .training(
-            train_batch_size_per_learner=config.train_batch_size,
-            minibatch_size=config.minibatch_size,
-            num_epochs=config.num_epochs,
-            lr=config.learning_rate,
-            gamma=config.gamma,
-            entropy_coeff=config.entropy_coeff,
-        )  # fmt: skip
-        .training(**learner_settings(config))
-        .rl_module(
-            rl_module_spec=RLModuleSpec(
-                module_class=sampling.LeanPPOModule if config.lean_sampling else None,
-                model_config=DefaultModelConfig(
-                    fcnet_hiddens=list(config.hidden_sizes),
-                    fcnet_activation="tanh",
-                    vf_share_layers=False,
-                ),
-            )
-        )  # fmt: skip
-        .callbacks(KoholintCallbacks)
-        .debugging(seed=config.seed)
-    )
-
-
-def learner_settings(config: TrainConfig) -> dict[str, Any]:
-    """PPOConfig.training's learner: the lean one (trainer/ppo/learner.py), with SIL when
-    on, decoupled when sampling overlaps."""
-    from trainer.ppo.learner import LeanPPOTorchLearner
-    from trainer.ppo.overlap import PROXIMAL_LEARNERS
-    from trainer.ppo.sil import SilSettings, sil_training_settings
-
-    settings = sil_training_settings(
-        SilSettings(  # self-imitation, inside the learner
-            **config.sil.model_dump(),
-            batch_size=config.minibatch_size,
-            gamma=config.gamma,
-            seed=config.seed,
-            **demo_settings(config),
-        )
-    )
-    settings.setdefault("learner_class", LeanPPOTorchLearner)
-    if config.overlap_sampling:
-        settings["learner_class"] = PROXIMAL_LEARNERS[settings["learner_class"]]
-    return settings
-
-
-def demo_settings(config: TrainConfig) -> dict[str, Any]:
-    """SIL's demonstration: the curriculum's trajectory when robustifying with sil_demo."""
-    if not config.sil.demo or config.phase not in ("robustify", "both"):
-        return {}
-    return {"demo_trajectory": config.curriculum.trajectory, "demo_env": config.env}
-
-
-def _sampling_settings(lean: bool) -> dict[str, Any]:
-    """Env-runner settings of the lean sampling path (trainer/ppo/sampling.py and
-    runner.py), or none."""
-    from trainer.ppo import sampling
-    from trainer.ppo.runner import LeanEnvRunner
-
-    if not lean:
-        return {}
-    return {
-        "env_runner_cls": LeanEnvRunner,
-        "add_default_connectors_to_env_to_module_pipeline": False,
-        "add_default_connectors_to_module_to_env_pipeline": False,
-        "env_to_module_connector": sampling.env_to_module,
-        "module_to_env_connector": sampling.module_to_env,
-        # Both pipelines are stateless: nothing to gather from the runners after each
-        # iteration (a blocking round trip that would also wait out an overlapped sample).
-        "merge_env_runner_states": False,
-        "broadcast_env_runner_states": False,
-    }
-
-
-def write_learning_curve(curve: list[dict[str, float]], path: Path) -> None:
-    """Rooms and cells discovered against env steps, as PNG."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4))
-    steps = [point["env_steps"] for point in curve]
-    axes[0].plot(steps, [point["rooms"] for point in curve], marker="o")
-    axes[0].set(title="rooms per episode (mean)", xlabel="env steps")
-    axes[1].plot(
-        steps, [point["cells"] for point in curve], marker="o", label="cells per episode (mean)"
-    )
-    axes[1].plot(
-        steps, [point["archive_cells"] for point in curve], marker="s", label="archive cells"
-    )
-    axes[1].set(title="cells", xlabel="env steps")
-    axes[1].legend()
-    figure.tight_layout()
-    figure.savefig(path)
-    plt.close(figure)
+    def _shaping(self, checked: Preflight) -> ShapingDriver | None:
+        """Reward-model shaping's driver side, when a reward model is chosen."""
+        if not self.config.reward.model:
+            return None
+        return ShapingDriver(self.config.reward.model, checked.store,
+                             redis_url=self.deployment.redis_url, run=self.config.run)  # fmt: skip

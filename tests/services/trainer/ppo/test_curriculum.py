@@ -83,7 +83,7 @@ def test_phase_explore_runs_phase_one_without_ray_and_reports_it(tmp_path: Path)
 
 
 def test_robustify_pins_the_trajectory_in_self_imitation_unless_told_not_to():
-    from trainer.ppo.run import demo_settings
+    from trainer.ppo.rllib.algorithm import demo_settings
 
     config = TrainConfig.load(
         {"phase": "robustify", "curriculum": {"trajectory": "a/win.actions"}}, {}

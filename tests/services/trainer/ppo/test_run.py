@@ -159,3 +159,23 @@ def test_export_counts_are_reported_as_deltas(tmp_path: Path):
     assert export_counts_since_last_call() == {"written": 0, "dropped": 2, "failed": 0}
     assert export_counts_since_last_call() == {"written": 0, "dropped": 0, "failed": 0}
     exporter.close()
+
+
+def test_a_run_names_itself_without_changing_the_config_it_was_given():
+    given = TrainConfig.load({"resume_from": "smoke-step000000000512"}, {})
+    run = TrainingRun(given)
+    assert run.config.run == "smoke"  # the resumed checkpoint's run
+    assert given.run == ""
+    unnamed = TrainConfig.load({}, {})
+    assert TrainingRun(unnamed).config.run.startswith("run-")
+    assert unnamed.run == ""
+
+
+def test_an_iteration_without_ended_episodes_keeps_the_last_episode_metrics():
+    from trainer.ppo.iterations import read_result
+
+    status = RunStatus(run="r")
+    read_result({"env_runners": {"num_env_steps_sampled_lifetime": 256, "rooms": 3.0}}, status)
+    read_result({"env_runners": {"num_env_steps_sampled_lifetime": 512, "rooms": float("nan")}},
+                status)  # fmt: skip
+    assert (status.iterations, status.env_steps, status.rooms_mean) == (2, 512, 3.0)

@@ -14,8 +14,8 @@ from ray.rllib.env.single_agent_env_runner import SingleAgentEnvRunner
 
 from trainer.config import Deployment
 from trainer.ppo.config import TrainConfig
-from trainer.ppo.run import ppo_config
-from trainer.ppo.runner import LeanEnvRunner, UnmeteredEnvToModulePipeline
+from trainer.ppo.rllib.algorithm import ppo_config
+from trainer.ppo.rllib.runner import LeanEnvRunner, UnmeteredEnvToModulePipeline
 
 
 def runner_config(

@@ -49,7 +49,7 @@ class SampleCategoricalActions(ConnectorV2):
 def _sample(log_probabilities: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
     """One action per row by inverting the cumulative distribution at a uniform draw (one
     column per row, from torch's seeded generator): for a few rows of a few actions it costs
-    half of ``torch.multinomial`` (measured in BENCHMARKS.md's issue-15 section)."""
+    less than ``torch.multinomial`` (BENCHMARKS.md, trainer throughput)."""
     cumulative = np.exp(log_probabilities).cumsum(axis=-1)
     # the first action whose cumulative probability exceeds the draw (scaled by the total,
     # which float32 rounding leaves a hair off 1); `<=` skips zero-probability actions
@@ -61,8 +61,8 @@ def _sample(log_probabilities: np.ndarray, uniforms: np.ndarray) -> np.ndarray:
 class LeanPPOModule(DefaultPPOTorchRLModule):
     """RLlib's default PPO module; inference without switching to eval mode and back, and
     the policy's logits computed in numpy from the module's own parameters when it is a
-    plain MLP (Linear, Tanh, ReLU): nine nested torch modules cost ~4x the arithmetic for
-    a runner's few observations. Training (``forward_train``) stays torch's."""
+    plain MLP (Linear, Tanh, ReLU): for a runner's few observations, nine nested torch
+    modules cost more than the arithmetic. Training (``forward_train``) stays torch's."""
 
     def forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return self._policy_logits(batch, **kwargs)

@@ -15,7 +15,8 @@ from ray.rllib.evaluation.postprocessing import Postprocessing
 
 from trainer.config import Deployment
 from trainer.ppo.config import TrainConfig
-from trainer.ppo.overlap import (
+from trainer.ppo.rllib.algorithm import learner_settings, ppo_config
+from trainer.ppo.rllib.overlap import (
     MAX_IMPORTANCE_WEIGHT,
     PROXIMAL_LEARNERS,
     TAG,
@@ -23,7 +24,6 @@ from trainer.ppo.overlap import (
     ProximalPolicy,
     sample_with_metrics,
 )
-from trainer.ppo.run import learner_settings, ppo_config
 
 PLAIN = {"curiosity_weight": 0.0, "archive_restart_every": 0, "export_every_episodes": 0}
 SMALL = {"num_env_runners": 2, "envs_per_env_runner": 2, "train_batch_size": 256,

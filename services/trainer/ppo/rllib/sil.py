@@ -37,7 +37,7 @@ from ray.rllib.core.columns import Columns
 
 from koholint.schemas.env import EnvSettings
 from trainer.ppo.config import SelfImitation
-from trainer.ppo.learner import LeanPPOTorchLearner
+from trainer.ppo.rllib.learner import LeanPPOTorchLearner
 
 SIL_KEY = "sil"
 

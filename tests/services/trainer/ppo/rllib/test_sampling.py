@@ -15,8 +15,8 @@ from ray.rllib.env.single_agent_episode import SingleAgentEpisode
 from koholint.env.zelda import ZeldaEnv
 from trainer.config import Deployment
 from trainer.ppo.config import TrainConfig
-from trainer.ppo.run import ppo_config
-from trainer.ppo.sampling import (
+from trainer.ppo.rllib.algorithm import ppo_config
+from trainer.ppo.rllib.sampling import (
     LatestObservationsToTensor,
     LeanPPOModule,
     SampleCategoricalActions,

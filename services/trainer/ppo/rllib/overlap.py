@@ -1,7 +1,7 @@
 """PPO whose env runners sample the next batch while the learner updates on this one.
 
-RLlib's PPO samples, then learns, then sends the weights: while the learner updates (a
-quarter to a third of an iteration here) the env runners wait, and on a machine with as
+RLlib's PPO samples, then learns, then sends the weights: while the learner updates the
+env runners wait (BENCHMARKS.md has the share of an iteration), and on a machine with as
 many cores as runners one core idles. ``OverlappedPPO`` asks the runners for batch k+1 as
 soon as batch k is in, so sampling and learning share the cores. The price is one update
 of policy lag: the weights after update k travel with the request for batch k+2, so every
@@ -44,8 +44,8 @@ from ray.rllib.utils.metrics import (
     WEIGHTS_SEQ_NO,
 )
 
-from trainer.ppo.learner import LeanPPOTorchLearner
-from trainer.ppo.sil import SilPPOTorchLearner
+from trainer.ppo.rllib.learner import LeanPPOTorchLearner
+from trainer.ppo.rllib.sil import SilPPOTorchLearner
 
 TAG = "overlapped-sample"
 MAX_IMPORTANCE_WEIGHT = 2.0

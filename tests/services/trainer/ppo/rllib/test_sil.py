@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from trainer.ppo.sil import (
+from trainer.ppo.rllib.sil import (
     Segment,
     SilSettings,
     TopSegments,
@@ -102,7 +102,7 @@ def test_the_demo_segment_is_the_winning_trajectory_under_the_training_rewards()
 
     from koholint.env.zelda import EnvConfig
 
-    path = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0.actions"
+    path = Path(__file__).parents[5] / "benchmarks" / "results" / "win" / "explore-seed0.actions"
     settings = SilSettings(weight=0.1, gamma=0.99, demo_trajectory=str(path),
                            demo_env=EnvConfig(reward_mode="sparse"))  # fmt: skip
     demo = demo_segment(settings)

@@ -11,8 +11,8 @@ from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
 from ray.rllib.utils.metrics import NUM_ENV_STEPS_SAMPLED_LIFETIME
 
 from trainer.ppo.config import TrainConfig
-from trainer.ppo.learner import LeanPPOTorchLearner
-from trainer.ppo.run import learner_settings
+from trainer.ppo.rllib.algorithm import learner_settings
+from trainer.ppo.rllib.learner import LeanPPOTorchLearner
 
 from .conftest import cartpole_ppo
 
