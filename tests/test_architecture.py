@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = REPO_ROOT / "libs"
@@ -237,3 +238,92 @@ from . import _local
         "pydantic._internal._docs_extraction.extract_docstrings_from_cls",
         "pydantic.fields._Unset",
     ]
+
+
+HOMONYMS = {
+    "seed": "each seeds its own randomness: a run, a session's episodes, R_phi's fit, the judges' samples",
+    "hidden_sizes": "the policy's layers (trainer) and R_phi's layers (reward model): two networks",
+    "learning_rate": "PPO's step size (trainer) and R_phi's (reward model): two optimisers",
+    "max_live_clients": "the console's browser feeds and env-sim's frame streams: two limits",
+    "env_sim_url": "where each client finds env-sim: set per client, like any service's address",
+    "planner_url": "where each client finds the planner: set per client, like any service's address",
+    "rom_path": "env-sim plays the operator's ROM, the console draws its map from it: one file, each "
+    "process's own path to it",
+}
+"""Fields named alike in two settings models that are different settings, each with why."""
+
+
+def settings_models() -> list[type[Any]]:
+    """Every settings model: each service's Settings, the trainer's run, the env, env-sim's
+    session body, and every model they nest or inherit from."""
+    import importlib
+
+    from pydantic import BaseModel
+
+    roots = [
+        importlib.import_module(f"{path.parent.name}.config").Settings
+        for path in sorted(SERVICES.glob("*/config.py"))
+    ]
+    roots += [
+        importlib.import_module("trainer.ppo.config").TrainConfig,
+        importlib.import_module("koholint.env.zelda").EnvConfig,
+        importlib.import_module("koholint.schemas.env_sim").SessionSettings,
+    ]
+    found: list[type[Any]] = []
+
+    def visit(model: type[Any]) -> None:
+        for cls in model.__mro__:
+            if (not isinstance(cls, type) or not issubclass(cls, BaseModel) or cls in found
+                    or cls.__module__.split(".")[0] in PYDANTIC_PACKAGES):  # fmt: skip
+                continue
+            found.append(cls)
+            for field in cls.model_fields.values():
+                if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel):
+                    visit(field.annotation)
+
+    for root in roots:
+        visit(root)
+    return found
+
+
+def declared_twice(models: list[type[Any]]) -> dict[str, list[str]]:
+    """Field names declared (not inherited) in more than one of `models`."""
+    where: dict[str, list[str]] = {}
+    for model in models:
+        for name in vars(model).get("__annotations__", {}):
+            if name in model.model_fields:
+                where.setdefault(name, []).append(f"{model.__module__}.{model.__qualname__}")
+    return {name: sorted(owners) for name, owners in where.items() if len(owners) > 1}
+
+
+def test_every_setting_is_declared_once() -> None:
+    models = settings_models()
+    assert len(models) > 15  # the walk found the services, the run's groups and the env's
+    twice = {
+        name: owners for name, owners in declared_twice(models).items() if name not in HOMONYMS
+    }
+    assert not twice, (
+        f"settings declared in two models: {twice}; declare each once (a shared base or mixin in "
+        "koholint.settings, service_defaults for another default) or, if they are different "
+        "settings, name them apart"
+    )
+
+
+def test_the_declared_twice_finder_finds_them() -> None:
+    from pydantic import BaseModel
+
+    class Shared(BaseModel):
+        store_url: str = ""
+
+    class One(Shared):
+        frame_skip: int = 4
+
+    class Two(Shared):
+        frame_skip: int = 8
+
+    assert declared_twice([Shared, One, Two]) == {
+        "frame_skip": [f"{__name__}.{name}" for name in (
+            "test_the_declared_twice_finder_finds_them.<locals>.One",
+            "test_the_declared_twice_finder_finds_them.<locals>.Two",
+        )]
+    }  # fmt: skip

@@ -5,18 +5,21 @@ from __future__ import annotations
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
-from koholint.bus import STREAM_POSITIONS
-from koholint.web.settings import ServiceSettings
+from koholint.settings import (
+    RedisSettings,
+    ServiceSettings,
+    StoreSettings,
+    StreamSettings,
+)
 
 # The fleet's services the console may reach: it proxies their own APIs and nothing else.
 SERVICES = ("env-sim", "trainer", "planner", "evaluator", "reward-model", "llm-local")
 
 
-class Settings(ServiceSettings):
+class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_CONSOLE_", extra="ignore")
+    service_defaults = {"store_url": ""}
 
-    redis_url: str = Field("", description="Redis holding koholint.positions; empty = no live map")
-    positions_stream: str = Field(STREAM_POSITIONS, min_length=1, max_length=200)
     trainer_url: str = Field("", description="the trainer service; empty = not deployed")
     trainer_token: SecretStr = Field(
         SecretStr(""), description="the trainer's run-control token (KOHOLINT_TRAINER_TOKEN)"
@@ -51,9 +54,6 @@ class Settings(ServiceSettings):
     )  # fmt: skip
     history_size: int = Field(
         2000, ge=0, le=100_000, description="recent events replayed to a browser that joins late"
-    )
-    store_url: str = Field(
-        "", description="the trainer's object store, for the archive's heat layer; empty = none"
     )
     rom_path: str | None = Field(
         None, description="the ROM the map is drawn from (default: cartridge)"

@@ -7,15 +7,22 @@ import os
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from koholint.bus import STREAM_POSITIONS
 from koholint.schemas.env import MAX_FRAME_SKIP
 from koholint.schemas.env_sim import MAX_BATCH
-from koholint.web.settings import ServiceSettings
+from koholint.settings import (
+    RedisSettings,
+    ServiceSettings,
+    StoreSettings,
+    StreamSettings,
+)
 
 
-class Settings(ServiceSettings):
+class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_ENV_SIM_", extra="ignore")
-    default_body_bytes = 8 * 1024 * 1024
+    service_defaults = {
+        "store_url": "/tmp/koholint-env-sim-store",
+        "max_body_bytes": 8 * 1024 * 1024,
+    }
 
     max_sessions: int = Field(16, ge=1, le=1024, description="open sessions at most; more get 429")
     session_ttl_seconds: float = Field(
@@ -29,11 +36,7 @@ class Settings(ServiceSettings):
     allow_rom_upload: bool = False
     max_rom_bytes: int = Field(8 * 1024 * 1024, ge=32 * 1024)
     rom_dir: str = Field("/tmp/koholint-env-sim-roms", description="where uploaded ROMs are kept")
-    redis_url: str = Field(
-        "", description="Redis for koholint.positions (the console's live map); empty = none"
-    )
     positions_every: int = Field(8, ge=1, le=10_000, description="publish every N-th step")
-    positions_stream: str = Field(STREAM_POSITIONS, min_length=1, max_length=200)
     max_live_clients: int = Field(
         16,
         ge=1,
@@ -52,7 +55,4 @@ class Settings(ServiceSettings):
     )
     max_play_seconds: float = Field(
         600.0, gt=0, le=86_400, description="a player stops after this long"
-    )
-    store_url: str = Field(
-        "/tmp/koholint-env-sim-store", description="object store: a path, file:// or s3://"
     )

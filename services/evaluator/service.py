@@ -33,7 +33,7 @@ def judges_from(settings: Settings) -> JudgeBackend:
     models = {
         "vision": settings.model_vision,
         "state": settings.model_state,
-        "progress": settings.model_progress,
+        "progress": settings.model_puzzle,
     }
     return make_judges(
         settings.backend, base_url=settings.llm_base_url, models=models,

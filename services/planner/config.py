@@ -2,27 +2,19 @@
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator
+from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from koholint.planning.backends import BACKENDS
+from koholint.planning.settings import LlmBackendSettings
 from koholint.schemas.planner import MAX_AUTOPILOT_FRAMES, MAX_AUTOPILOT_MACROS
-from koholint.web.settings import ServiceSettings
+from koholint.settings import ServiceSettings
 
 
-class Settings(ServiceSettings):
+class Settings(ServiceSettings, LlmBackendSettings):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_PLANNER_", extra="ignore")
-    default_body_bytes = 1024 * 1024
+    service_defaults = {"max_body_bytes": 1024 * 1024}
 
-    backend: str = Field("rules", description="rules | local | llm-d")
-    llm_base_url: str = Field("", description="llm-d gateway (or local model server) base URL")
-    model_dialog: str = "dialog"
-    model_puzzle: str = "puzzle"
-    model_state: str = "state"
-    model_vision: str = "vision"
     vision: bool = Field(False, description="ask /vision about frames sent with /v1/decide")
-    llm_timeout_s: float = Field(30.0, gt=0, le=600)
-    llm_attempts: int = Field(4, ge=1, le=10)
     env_sim_url: str = Field("http://127.0.0.1:8080", description="env-sim for autopilot")
     enter_after: int = Field(1, ge=1, le=1000, description="switch: observations to take over")
     leave_after: int = Field(2, ge=1, le=1000, description="switch: observations to let go")
@@ -32,13 +24,6 @@ class Settings(ServiceSettings):
     max_autopilot_macros: int = Field(256, ge=1, le=MAX_AUTOPILOT_MACROS)
     max_autopilot_frames: int = Field(60_000, ge=1, le=MAX_AUTOPILOT_FRAMES)
     call_log_limit: int = Field(10_000, ge=1, le=1_000_000)
-
-    @field_validator("backend")
-    @classmethod
-    def known_backend(cls, value: str) -> str:
-        if value not in BACKENDS:
-            raise ValueError(f"use one of {', '.join(BACKENDS)}")
-        return value
 
     def models(self) -> dict[str, str]:
         models = {

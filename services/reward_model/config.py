@@ -5,30 +5,30 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
-from koholint.bus import STREAM_REWARD_MODELS, STREAM_SCORES
-from koholint.web.settings import ServiceSettings
+from koholint.settings import (
+    ConsumerSettings,
+    RedisSettings,
+    ServiceSettings,
+    StoreSettings,
+    StreamSettings,
+)
 from reward_model.bradley_terry import FitConfig
 
 
-class Settings(ServiceSettings, FitConfig):
+class Settings(
+    ServiceSettings, FitConfig, StoreSettings, RedisSettings, StreamSettings, ConsumerSettings
+):
     """The reward-model service: its streams, preferences and when it trains; how it fits R_phi
     (FitConfig's fields, KOHOLINT_REWARD_MODEL_LEARNING_RATE and so on)."""
 
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_REWARD_MODEL_", extra="ignore")
-    default_body_bytes = 8 * 1024 * 1024
+    service_defaults = {
+        "group": "reward-model",
+        "block_ms": 1000,
+        "max_body_bytes": 8 * 1024 * 1024,
+    }
 
-    store_url: str = Field("runs/store", description="object store: path, file:// or s3://")
-    redis_url: str = Field(
-        "", description="Redis for koholint.scores / reward-models; empty = none"
-    )
-    consume: bool = Field(True, description="consume koholint.scores (needs redis_url)")
-    scores_stream: str = Field(STREAM_SCORES, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
-    models_stream: str = Field(STREAM_REWARD_MODELS, pattern=r"^[A-Za-z0-9_.:-]{1,128}$")
-    group: str = Field(
-        "reward-model", pattern=r"^[A-Za-z0-9_.-]{1,64}$", description="consumer group"
-    )
     consumer_name: str = Field("reward-model-0", pattern=r"^[A-Za-z0-9_.-]{1,64}$")
-    block_ms: int = Field(1000, ge=1, le=60_000, description="wait for new scores per read")
     train_after_new_pairs: int = Field(
         64, ge=1, le=1_000_000, description="train when this many new pairs arrived since the last"
     )

@@ -13,24 +13,20 @@ import ipaddress
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from koholint.web.settings import ServiceSettings
+from koholint.settings import RedisSettings, ServiceSettings, StoreSettings
 
 PREFIX = "KOHOLINT_TRAINER_"
 
 
-class Deployment(BaseSettings):
+class Deployment(BaseSettings, StoreSettings, RedisSettings):
     """Where a run keeps its files and finds its services: the operator's choice."""
 
     model_config = SettingsConfigDict(
         env_prefix=PREFIX, extra="ignore", populate_by_name=True, use_attribute_docstrings=True
     )
 
-    store_url: str = Field("runs/store", max_length=4096)
-    """object store: a path, file:// or s3:// (episodes, archive, checkpoints)"""
     run_dir: str = Field("runs", max_length=4096)
     """local folder for Ray's files, the learning curve and logs (one folder per run)"""
-    redis_url: str = Field("", max_length=4096)
-    """Redis for the koholint.segments stream; empty = no bus"""
     ray_address: str = Field(
         "",
         max_length=4096,
