@@ -120,9 +120,8 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
     reset), ``rooms`` and ``cells`` (distinct rooms and coverage cells this episode).
 
     ## Version History
-    * v1: the ``kill`` component (per enemy defeated) in the progress reward modes: the
-      dungeon's key appears only when the key hall's enemies are beaten, and without a
-      reward for that no PPO variant got past it in 1M steps.
+    * v1: the ``kill`` component (per enemy defeated) in the progress reward modes (the
+      dungeon's key appears only when the key hall's enemies are beaten).
     * v0: initial version.
     """
 

@@ -7,22 +7,19 @@ episodes from the current start that win passes `threshold` (over the last `wind
 episodes from there), the start moves `move_by` steps earlier, until the policy wins from
 the beginning. The move is made as soon as the wins alone reach ``threshold * window``: the
 window's share can no longer fall below the threshold, so the decision is the one a full
-window would give, without waiting for the episodes that cannot change it (at 0.1 of 20 and
-a policy that wins half the time, after ~4 episodes instead of 20).
+window would give, without waiting for the episodes that cannot change it.
 
 With `passes` > 1, once the start has reached the beginning and wins there, the curriculum
-walks the route again from the end, with the policy it has now (the run that reached 0.93
-at 9.5M steps had walked back from the end five times, each resume restarting it, and
-reached the beginning twice; two clean runs that walked it once won 4-25% from the
-beginning at 6-10M steps).
+walks the route again from the end, with the policy it has now: a policy that walked the
+route once wins from the beginning only now and then; walking it again with what it learned
+is what makes it robust (BENCHMARKS.md, "Phase 2 in one leg").
 
 Swarming (the Pokémon Red agent's, and the closest Zelda project's "advancing checkpoint"):
 when any env reaches a progress level higher than any before, its state becomes the swarm
 state, and a share of episodes start there. Review: a share of episodes
 start at a random demo state later than the current start, so the route already learned is
 practised again while the curriculum works on earlier starts, and the whole route once it is
-done (one clean run reached the beginning at 4.9M steps and then won ~10% of its episodes
-from there; the run whose resumes re-walked the route from the end won 42-58%).
+done.
 
 Both are shared by every env of a run through a source (``CurriculumSource``): in-process
 ``LocalCurriculum``, or an actor behind the same methods (the trainer's).

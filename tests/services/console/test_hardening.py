@@ -1,4 +1,4 @@
-"""The console under Schemathesis (issue 18): every route does what its OpenAPI says, and bad
+"""The console under Schemathesis: every route does what its OpenAPI says, and bad
 requests are problem+json naming the field."""
 
 from __future__ import annotations

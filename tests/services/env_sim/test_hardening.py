@@ -1,4 +1,4 @@
-"""env-sim under hostile input (issue 18): the spec says what the server does, bad requests are
+"""env-sim under hostile input: the spec says what the server does, bad requests are
 problem+json naming the field, bad states never touch a session, memory stays bounded."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""llm-local under hostile input and the official OpenAI SDK (issue 18): its spec says what it
+"""llm-local under hostile input and the official OpenAI SDK: its spec says what it
 does, schemas have limits, and the same seed gives the same answer whatever came before."""
 
 from __future__ import annotations

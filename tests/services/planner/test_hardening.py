@@ -1,4 +1,4 @@
-"""The planner under hostile input (issue 18): its spec says what it does, bad requests are
+"""The planner under hostile input: its spec says what it does, bad requests are
 problem+json naming the field, and the client sends the same models the service validates."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The reward-model under Schemathesis (issue 18): every route does what its OpenAPI says, and
+"""The reward-model under Schemathesis: every route does what its OpenAPI says, and
 bad requests are problem+json naming the field."""
 
 from __future__ import annotations

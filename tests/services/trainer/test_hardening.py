@@ -1,4 +1,4 @@
-"""The trainer under Schemathesis (issue 18): every route does what its OpenAPI says, and bad
+"""The trainer under Schemathesis: every route does what its OpenAPI says, and bad
 requests are problem+json naming the field.
 
 Schemathesis must not start real training: the served trainer's runs end the moment they start

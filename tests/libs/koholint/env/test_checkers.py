@@ -1,5 +1,5 @@
 """koholint/Zelda-v1 passes the environment checkers of Stable-Baselines3 and Gymnasium, and a
-closed env is reopened by reset() or refused by step(), never half-alive (issue 18, item 13)."""
+closed env is reopened by reset() or refused by step(), never half-alive."""
 
 from __future__ import annotations
 
