@@ -34,18 +34,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.redis = redis_client
         stop = threading.Event()
-        consumer = None
-        if bus is not None and settings.consume:
-            consumer = threading.Thread(
-                target=service.consume_forever, args=(stop,), name="scores", daemon=True
-            )
-            consumer.start()
+        # Restores the dataset from the store's scores, then consumes koholint.scores.
+        consumer = threading.Thread(
+            target=service.run_background, args=(stop,), name="scores", daemon=True
+        )
+        consumer.start()
         try:
             yield
         finally:
             stop.set()
-            if consumer is not None:
-                await asyncio.to_thread(consumer.join, settings.block_ms / 1000 + 5)
+            await asyncio.to_thread(consumer.join, settings.block_ms / 1000 + 5)
             if redis_client is not None:
                 redis_client.close()
 
