@@ -35,6 +35,11 @@ class Settings(BaseSettings, Deployment):
         description="bearer token that POST requests (run control) must carry; required when "
         "the service listens beyond localhost",
     )
+    trajectory_dir: str = Field(
+        "",
+        description="the folder whose files a request may name as curriculum_trajectory "
+        "(beside keys in the object store); empty: the run folder (run_dir)",
+    )
     max_kept_runs: int = Field(
         20, ge=1, le=10_000, description="finished and failed runs kept in memory (and /metrics)"
     )

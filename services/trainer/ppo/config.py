@@ -36,7 +36,7 @@ from pydantic._internal._docs_extraction import extract_docstrings_from_cls
 
 from koholint.env.zelda import EnvConfig
 from koholint.game.states import STATE_NAMES
-from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN
+from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN, RUN_NAME_PATTERN
 
 ENVIRONMENT_PREFIX = "KOHOLINT_TRAINER_"
 ENVIRONMENT_ALIASES = {
@@ -135,7 +135,7 @@ class TrainConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
-    run: str = Field("", pattern=r"^[A-Za-z0-9_.-]{0,128}$")
+    run: str = Field("", pattern=rf"^$|{RUN_NAME_PATTERN}")
     """run name; empty picks a unique one from the time"""
     total_env_steps: int = Field(20_000, ge=1, le=MAX_ENV_STEPS)
     """stop after this many environment steps (counted across resumes)"""
