@@ -10,10 +10,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 from koholint.bus import STREAM_POSITIONS
 from koholint.env.zelda import MAX_FRAME_SKIP
 from koholint.schemas.env_sim import MAX_BATCH
+from koholint.web.auth import ControlAccess
 from koholint.web.telemetry import TracingExporter
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, ControlAccess):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_ENV_SIM_", extra="ignore")
 
     max_sessions: int = Field(16, ge=1, le=1024, description="open sessions at most; more get 429")

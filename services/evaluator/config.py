@@ -7,10 +7,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.bus import STREAM_SCORES, STREAM_SEGMENTS
 from koholint.planning.backends import BACKENDS
+from koholint.web.auth import ControlAccess
 from koholint.web.telemetry import TracingExporter
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, ControlAccess):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_EVALUATOR_", extra="ignore")
 
     backend: str = Field("rules", description="rules (embedded default) | local | llm-d")

@@ -50,6 +50,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return create_service_app(
         name="reward-model", lifespan=lifespan, routers=[training.router, models.router, scoring.router],
         registry=metrics.registry, max_body_bytes=settings.max_body_bytes, readiness=readiness,
+        access=settings,
         tracing_exporter=settings.tracing_exporter,
         description="Judges' preferences -> Bradley-Terry R_phi -> versions the trainer shapes with.",
     )  # fmt: skip

@@ -6,10 +6,11 @@ from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.bus import STREAM_REWARD_MODELS, STREAM_SCORES
+from koholint.web.auth import ControlAccess
 from koholint.web.telemetry import TracingExporter
 
 
-class Settings(BaseSettings):
+class Settings(BaseSettings, ControlAccess):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_REWARD_MODEL_", extra="ignore")
 
     store_url: str = Field("runs/store", description="object store: path, file:// or s3://")

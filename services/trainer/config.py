@@ -6,16 +6,17 @@ here from KOHOLINT_TRAINER_* (``RAY_ADDRESS``, Ray's own name, also works).
 
 from __future__ import annotations
 
-import ipaddress
-
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from koholint.web.auth import ControlAccess, is_loopback
 from koholint.web.telemetry import TracingExporter
 from trainer.ppo.config import Deployment
 
+__all__ = ["Settings", "is_loopback"]
 
-class Settings(BaseSettings, Deployment):
+
+class Settings(BaseSettings, Deployment, ControlAccess):
     model_config = SettingsConfigDict(
         env_prefix="KOHOLINT_TRAINER_", extra="ignore", populate_by_name=True
     )
@@ -49,13 +50,3 @@ class Settings(BaseSettings, Deployment):
 
     def deployment(self) -> Deployment:
         return Deployment.model_validate(self.model_dump(include=set(Deployment.model_fields)))
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost, 127.0.0.0/8 and ::1 (a name other than localhost counts as beyond)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

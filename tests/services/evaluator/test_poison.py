@@ -120,6 +120,10 @@ def wait_done(client: TestClient, job_id: str) -> dict:
     raise AssertionError("evaluation did not finish")
 
 
+LOOPBACK = ("127.0.0.1", 50000)
+"""TestClient's own client, "testclient", is no loopback peer: run control would be 401."""
+
+
 @pytest.fixture
 def s3_settings(
     s3_store: S3Store, streams: dict[str, str], monkeypatch: pytest.MonkeyPatch
@@ -161,7 +165,9 @@ def test_a_stream_batch_scores_the_good_and_dead_letters_only_the_bad(
 @pytest.fixture
 def job_client(local_store: LocalStore) -> Iterator[TestClient]:
     settings = Settings(consume=False, max_segment_bytes=MAX_SEGMENT_BYTES, batch_size=32)
-    with TestClient(create_app(settings, store=local_store, bus=MemoryBus())) as client:
+    with TestClient(
+        create_app(settings, store=local_store, bus=MemoryBus()), client=LOOPBACK
+    ) as client:
         yield client
 
 
