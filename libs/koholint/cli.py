@@ -242,9 +242,12 @@ def cmd_serve(args: argparse.Namespace) -> int:
     # The service's settings learn the address it listens on (e.g. to require a token
     # for control beyond loopback); an explicit setting in the environment wins.
     os.environ.setdefault(f"KOHOLINT_{args.service.upper().replace('-', '_')}_HOST", args.host)
+    # Forwarded headers are read by koholint.web.auth from the configured proxies only;
+    # uvicorn's own handling would believe them from any loopback peer.
     uvicorn.run(
-        services[args.service], factory=True, host=args.host, port=args.port, log_level="info"
-    )
+        services[args.service], factory=True, host=args.host, port=args.port, log_level="info",
+        proxy_headers=False, forwarded_allow_ips="",
+    )  # fmt: skip
     return 0
 
 

@@ -41,6 +41,10 @@ class ChecksumMismatchError(StoreError):
     """The bytes read do not match the sha256 recorded when they were written."""
 
 
+class InvalidKeyError(StoreError, ValueError):
+    """The key is not one this store takes (a caller's mistake, not an outage)."""
+
+
 @dataclass(frozen=True)
 class ObjectInfo:
     key: str
@@ -59,6 +63,10 @@ class ObjectStore(Protocol):
 
     def list(self, prefix: str = "") -> list[str]: ...
 
+    def sizes(self, prefix: str) -> dict[str, int]:
+        """Key -> size in bytes of every object under `prefix`, without reading one."""
+        ...
+
     def delete(self, key: str) -> None: ...
 
     def check(self) -> None:
@@ -68,7 +76,7 @@ class ObjectStore(Protocol):
 
 def validate_key(key: str) -> str:
     if not KEY_PATTERN.match(key) or ".." in key.split("/") or key.endswith("/"):
-        raise StoreError(
+        raise InvalidKeyError(
             f"invalid object key {key!r}: use letters, digits, '.', '_', '-' and '/' (no '..'), "
             "at most 512 characters"
         )
@@ -112,8 +120,11 @@ class LocalStore:
         try:
             data = path.read_bytes()
             expected = path.with_name(path.name + ".sha256").read_text().strip()
-        except FileNotFoundError:
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            # a folder is where keys share a prefix, never an object
             raise ObjectNotFoundError(f"no object {key!r} in {self.root}") from None
+        except OSError as error:
+            raise StoreError(f"{key}: cannot read under {self.root} ({error})") from error
         if hashlib.sha256(data).hexdigest() != expected:
             raise ChecksumMismatchError(f"{key}: stored bytes do not match their sha256")
         return data
@@ -130,6 +141,15 @@ class LocalStore:
             if path.is_file() and not path.name.endswith((".sha256", ".tmp"))
         )
         return sorted(key for key in keys if key.startswith(prefix))
+
+    def sizes(self, prefix: str) -> dict[str, int]:
+        sizes = {}
+        for key in self.list(prefix):
+            try:
+                sizes[key] = (self.root / key).stat().st_size
+            except FileNotFoundError:
+                continue  # deleted since it was listed
+        return sizes
 
     def delete(self, key: str) -> None:
         path = self._path(key)
@@ -225,6 +245,17 @@ class S3Store:
     def list(self, prefix: str = "") -> list[str]:
         objects = self.client.list_objects(self.bucket, prefix=self.prefix + prefix, recursive=True)
         return sorted(obj.object_name[len(self.prefix) :] for obj in objects)
+
+    def sizes(self, prefix: str) -> dict[str, int]:
+        from minio.error import S3Error
+
+        try:
+            objects = list(
+                self.client.list_objects(self.bucket, prefix=self.prefix + prefix, recursive=True)
+            )
+        except (S3Error, OSError, HTTPError) as error:
+            raise StoreError(f"{prefix}: the S3 store failed the listing ({error})") from error
+        return {obj.object_name[len(self.prefix) :]: int(obj.size or 0) for obj in objects}
 
     def delete(self, key: str) -> None:
         self.client.remove_object(self.bucket, self._name(key))

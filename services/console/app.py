@@ -76,6 +76,7 @@ def create_app(
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
+        access=settings,
         tracing_exporter=settings.tracing_exporter,
         description="The console: the live map, one env's frames, runs, checkpoints, the fleet.",
     )

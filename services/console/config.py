@@ -11,12 +11,13 @@ from koholint.settings import (
     StoreSettings,
     StreamSettings,
 )
+from koholint.web.auth import ControlAccess
 
 # The fleet's services the console may reach: it proxies their own APIs and nothing else.
 SERVICES = ("env-sim", "trainer", "planner", "evaluator", "reward-model", "llm-local")
 
 
-class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings):
+class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings, ControlAccess):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_CONSOLE_", extra="ignore")
     service_defaults = {"store_url": ""}
 
@@ -29,6 +30,9 @@ class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings):
     evaluator_url: str = Field("", description="the evaluator (judges); empty = not deployed")
     reward_model_url: str = Field("", description="the reward-model service; empty = not deployed")
     llm_local_url: str = Field("", description="llm-local; empty = not deployed")
+    env_sim_token: SecretStr = Field(
+        SecretStr(""), description="env-sim's token (KOHOLINT_ENV_SIM_TOKEN), sent when playing"
+    )
     control_token: SecretStr = Field(
         SecretStr(""),
         description="bearer token for run control; without one, only loopback clients may "
@@ -75,3 +79,10 @@ class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings):
             "evaluator": self.evaluator_url, "reward-model": self.reward_model_url,
             "llm-local": self.llm_local_url,
         }  # fmt: skip
+
+    def access_token(self) -> str:
+        """Run control's token: control_token (the console's own name for it), else token."""
+        return self.control_token.get_secret_value() or self.token.get_secret_value()
+
+    def token_setting(self) -> str:
+        return "KOHOLINT_CONSOLE_CONTROL_TOKEN"

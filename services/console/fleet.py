@@ -33,6 +33,10 @@ class Fleet:
         self, settings: Settings, transport: httpx.AsyncBaseTransport | None = None
     ) -> None:
         self.urls = settings.service_urls()
+        env_sim_token = settings.env_sim_token.get_secret_value()
+        self.control_headers = {
+            "env-sim": {"Authorization": f"Bearer {env_sim_token}"} if env_sim_token else {}
+        }
         timeout = httpx.Timeout(settings.proxy_timeout_seconds, connect=2.0)
         self.http = httpx.AsyncClient(timeout=timeout, transport=transport)
         trainer_url = self.urls["trainer"]
@@ -75,7 +79,10 @@ class Fleet:
         self, service: str, method: str, path: str, body: dict[str, Any] | None = None
     ) -> Any:
         """Send to a fixed path of a service; its JSON answer, or its error as UpstreamError."""
-        response = await self.http.request(method, self.url(service) + path, json=body)
+        headers = self.control_headers.get(service, {}) if method != "GET" else {}
+        response = await self.http.request(
+            method, self.url(service) + path, json=body, headers=headers
+        )
         _raise_for(service, response)
         return response.json()
 

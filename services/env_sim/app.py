@@ -62,6 +62,7 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
+        access=settings,
         tracing_exporter=span_exporter or settings.tracing_exporter,
         schema_limits={
             "StepsRequest": {"actions": {"maxItems": settings.max_batch}},

@@ -15,9 +15,10 @@ from koholint.settings import (
     StoreSettings,
     StreamSettings,
 )
+from koholint.web.auth import ControlAccess
 
 
-class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings):
+class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings, ControlAccess):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_ENV_SIM_", extra="ignore")
     service_defaults = {
         "store_url": "/tmp/koholint-env-sim-store",

@@ -42,6 +42,7 @@ def create_app(settings: Settings | None = None, **parts: Any) -> FastAPI:
         routers=[evaluations.router, scores.router],
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
+        access=settings,
         readiness=readiness,
         tracing_exporter=settings.tracing_exporter,
         description="A judge ensemble that scores the segments the trainer exports.",

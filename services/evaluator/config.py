@@ -13,6 +13,7 @@ from koholint.settings import (
     StoreSettings,
     StreamSettings,
 )
+from koholint.web.auth import ControlAccess
 
 
 class Settings(
@@ -22,6 +23,7 @@ class Settings(
     RedisSettings,
     StreamSettings,
     ConsumerSettings,
+    ControlAccess,
 ):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_EVALUATOR_", extra="ignore")
     service_defaults = {"group": "evaluator", "max_body_bytes": 256 * 1024, "llm_timeout_s": 60.0}

@@ -16,6 +16,7 @@ written), and one killed after both finds the segment scored and does not score 
 from __future__ import annotations
 
 import json
+import logging
 import time
 import uuid
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from koholint.schemas.evaluator import ScoredSegment, ScoreRecord, ScoresEvent
 from koholint.store import ChecksumMismatchError, ObjectNotFoundError, ObjectStore, put_json
 
 MAX_LIST_RECORDS = 1000
+logger = logging.getLogger("evaluator.output")
 
 
 @dataclass(frozen=True)
@@ -95,8 +97,24 @@ class ScoreStore:
         return list(reversed(newest[:limit]))
 
     def _read(self, key: str) -> list[ScoreRecord]:
-        text = self.store.get(key).decode()
-        return [ScoreRecord.model_validate_json(line) for line in text.splitlines() if line]
+        """The file's valid records; a line that is no record (written by an older evaluator
+        that let NaN through, or damaged) is logged and left out, never a 500."""
+        try:
+            lines = self.store.get(key).decode("utf-8").splitlines()
+        except (ObjectNotFoundError, ChecksumMismatchError, UnicodeDecodeError) as error:
+            logger.warning("unreadable scores file %s: %s", key, error,
+                           extra={"event": "scores_unreadable"})  # fmt: skip
+            return []
+        records = []
+        for number, line in enumerate(lines, 1):
+            if not line:
+                continue
+            try:
+                records.append(ScoreRecord.model_validate_json(line))
+            except ValueError as error:
+                logger.warning("%s line %d is no score record: %s", key, number, error,
+                               extra={"event": "score_record_invalid"})  # fmt: skip
+        return records
 
 
 def scores_event(

@@ -172,6 +172,9 @@ class Evaluator:
             if is_store_outage(error):
                 return PrefixResult(prefix, "deferred", f"object store: {error}"), None
             return PrefixResult(prefix, "rejected", str(error)), None
+        except Exception as error:  # one unreadable segment never takes its batch with it
+            logger.warning("segment %s refused: %r", prefix, error, extra={"event": "rejected"})
+            return PrefixResult(prefix, "rejected", f"{type(error).__name__}: {error}"[:500]), None
         segment.load_ms = (time.perf_counter() - started) * 1000
         return None, segment
 

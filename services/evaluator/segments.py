@@ -3,21 +3,29 @@
 ``load_segment`` reads ``manifest.json``, re-hashes every file it lists, reads ``ram.jsonl``
 and returns a ``LoadedSegment`` (facts for the text judges, key frames for the vision
 judge). A segment that can never be scored (no manifest, unknown ``schema_version``, a file
-that does not match its sha256, a foreign layout) raises ``SegmentRejectedError``: the
-caller dead-letters it. A store that cannot be reached raises ``StoreError``: try later.
+that does not match its sha256, a foreign layout, files over the size limit, a step that is
+not one, a number that is not finite) raises ``SegmentRejectedError``: the caller
+dead-letters it. A store that cannot be reached raises ``StoreError``: try later.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 from koholint.game.ram import InventoryItem
 from koholint.schemas.evaluator import SEGMENT_PREFIX_PATTERN, SegmentFacts
-from koholint.store import ChecksumMismatchError, ObjectNotFoundError, ObjectStore, StoreError
+from koholint.store import (
+    ChecksumMismatchError,
+    InvalidKeyError,
+    ObjectNotFoundError,
+    ObjectStore,
+    StoreError,
+)
 
 KNOWN_EXPORT_VERSIONS = (1, 2)
 """Export layouts this evaluator reads (2 adds the observation vector to each step)."""
@@ -27,6 +35,18 @@ REQUIRED_STATE_KEYS = frozenset((
     "room", "link", "dialog", "inventory", "health", "keys", "kills", "deaths", "rupees",
     "rooms_visited", "has_instrument",
 ))  # fmt: skip
+STATE_FIELDS: dict[str, type] = {
+    "room.indoor": bool, "room.map": int, "room.room": int, "link.tile_x": int,
+    "link.tile_y": int, "dialog.open": bool, "dialog.choice_shown": bool,
+    "inventory.items": int, "health": int, "keys": int, "kills": int, "deaths": int,
+    "rupees": int, "rooms_visited": int, "has_instrument": bool,
+}  # fmt: skip
+"""The state fields the facts are made of, and their types (bool also takes 0 and 1)."""
+FILE_NAME_PATTERN = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*(/[A-Za-z0-9_-][A-Za-z0-9_.-]*)*")
+"""A file named in a manifest: parts inside the segment's folder, none starting with a dot."""
+MAX_FILE_NAME_CHARS = 256
+MAX_MANIFEST_BYTES = 1024 * 1024
+MAX_REASON_CHARS = 500
 
 
 class SegmentRejectedError(ValueError):
@@ -69,16 +89,37 @@ def load_segment(
     max_steps: int = 4096,
     max_bytes: int = 64 * 1024 * 1024,
 ) -> LoadedSegment:
-    """The verified segment, or SegmentRejectedError naming why it cannot be scored."""
+    """The verified segment, or SegmentRejectedError naming why it cannot be scored.
+
+    Whatever in the segment's files fails to read (a step without ``t``, a string where a
+    number belongs, nesting too deep for the parser, a name that is no file) is the segment's
+    rejection; only a StoreError that is not about the segment's objects escapes (try later).
+    """
     ref = parse_prefix(prefix)
-    raw_manifest = _get(store, f"{ref.prefix}/manifest.json", "manifest")
+    try:
+        return _load(store, ref, max_key_frames, max_steps, max_bytes)
+    except (SegmentRejectedError, StoreError):
+        raise
+    except Exception as error:  # anything else the files made the reader do is their fault
+        raise SegmentRejectedError(
+            f"{ref.prefix}: unreadable ({type(error).__name__}: {error})"[:MAX_REASON_CHARS]
+        ) from None
+
+
+def _load(
+    store: ObjectStore, ref: SegmentRef, max_key_frames: int, max_steps: int, max_bytes: int
+) -> LoadedSegment:
+    sizes = _sizes_within(store, ref, max_bytes)
+    manifest_key = f"{ref.prefix}/manifest.json"
+    if manifest_key not in sizes:
+        raise SegmentRejectedError(f"{manifest_key}: no manifest in the store")
+    raw_manifest = _get(store, manifest_key, "manifest")
     manifest = _check_manifest(ref, raw_manifest)
     files = manifest["files"]
     if "ram.jsonl" not in files:
         raise SegmentRejectedError(f"{ref.prefix}: the manifest lists no ram.jsonl")
+    _check_files(ref, files, sizes, max_bytes)
     ram = _verified(store, ref, "ram.jsonl", files["ram.jsonl"])
-    if len(ram) > max_bytes:
-        raise SegmentRejectedError(f"{ref.prefix}: ram.jsonl over {max_bytes} bytes")
     steps = _parse_steps(ref, ram, max_steps)
     # Every listed file is re-hashed, frames included, even those no judge looks at.
     frames = {}
@@ -96,19 +137,54 @@ def load_segment(
     )
 
 
+def _sizes_within(store: ObjectStore, ref: SegmentRef, max_bytes: int) -> dict[str, int]:
+    """The sizes of the segment's objects (listed, not read); refused when they pass the limit."""
+    sizes = store.sizes(f"{ref.prefix}/")
+    manifest = sizes.get(f"{ref.prefix}/manifest.json", 0)
+    if manifest > MAX_MANIFEST_BYTES:
+        raise SegmentRejectedError(
+            f"{ref.prefix}/manifest.json: {manifest} bytes, over {MAX_MANIFEST_BYTES}"
+        )
+    return sizes
+
+
+def _check_files(
+    ref: SegmentRef, files: dict[str, str], sizes: dict[str, int], max_bytes: int
+) -> None:
+    """Every listed name is a file inside the segment, and together they fit `max_bytes`."""
+    total = 0
+    for name in files:
+        if not FILE_NAME_PATTERN.fullmatch(name) or len(name) > MAX_FILE_NAME_CHARS:
+            raise SegmentRejectedError(
+                f"{ref.prefix}: the manifest lists {name[:80]!r}, not a file name inside the "
+                "segment (letters, digits, '_', '-', '.', '/' between parts; no '..')"
+            )
+        size = sizes.get(f"{ref.prefix}/{name}")
+        if size is None:
+            raise SegmentRejectedError(f"{ref.prefix}/{name}: no such file in the store")
+        total += size
+        if total > max_bytes:
+            raise SegmentRejectedError(
+                f"{ref.prefix}: its files pass max_segment_bytes {max_bytes} at {name} "
+                f"({size} bytes)"
+            )
+
+
 def _get(store: ObjectStore, key: str, what: str) -> bytes:
     try:
         return store.get(key)
     except ObjectNotFoundError:
         raise SegmentRejectedError(f"{key}: no {what} in the store") from None
-    except ChecksumMismatchError as error:
+    except (ChecksumMismatchError, InvalidKeyError) as error:
         raise SegmentRejectedError(f"{key}: {error}") from None
 
 
 def _check_manifest(ref: SegmentRef, raw: bytes) -> dict[str, Any]:
     try:
-        manifest = json.loads(raw)
-    except ValueError:
+        manifest = loads_finite(raw)
+    except NonFiniteError as error:
+        raise SegmentRejectedError(f"{ref.prefix}: manifest.json: {error}") from None
+    except (ValueError, RecursionError):
         raise SegmentRejectedError(f"{ref.prefix}: manifest.json is not JSON") from None
     if not isinstance(manifest, dict):
         raise SegmentRejectedError(f"{ref.prefix}: manifest.json is not an object")
@@ -124,6 +200,9 @@ def _check_manifest(ref: SegmentRef, raw: bytes) -> dict[str, Any]:
     claimed = (manifest.get("run"), manifest.get("episode"), manifest.get("segment"))
     if claimed != (ref.run, ref.episode, ref.segment):
         raise SegmentRejectedError(f"{ref.prefix}: manifest names another segment {claimed}")
+    first_step = manifest.get("first_step")
+    if first_step is not None and (not isinstance(first_step, int) or isinstance(first_step, bool)):
+        raise SegmentRejectedError(f"{ref.prefix}: manifest first_step is not an integer")
     return manifest
 
 
@@ -135,23 +214,99 @@ def _verified(store: ObjectStore, ref: SegmentRef, name: str, digest: str) -> by
 
 
 def _parse_steps(ref: SegmentRef, ram: bytes, max_steps: int) -> list[dict[str, Any]]:
-    lines = ram.splitlines()
+    try:
+        lines = ram.decode("utf-8").splitlines()
+    except UnicodeDecodeError as error:
+        raise SegmentRejectedError(
+            f"{ref.prefix}: ram.jsonl is not UTF-8 (byte {error.start})"
+        ) from None
     if not lines:
         raise SegmentRejectedError(f"{ref.prefix}: ram.jsonl is empty")
     if len(lines) > max_steps:
         raise SegmentRejectedError(f"{ref.prefix}: {len(lines)} steps, over {max_steps}")
     steps = []
     for number, line in enumerate(lines, 1):
+        where = f"{ref.prefix}: ram.jsonl line {number}"
         try:
-            step = json.loads(line)
-            if not step["state"].keys() >= REQUIRED_STATE_KEYS:
-                raise KeyError("state")
-        except (ValueError, KeyError, TypeError):
-            raise SegmentRejectedError(
-                f"{ref.prefix}: ram.jsonl line {number} is not a step with a game state"
-            ) from None
+            step = loads_finite(line)
+        except NonFiniteError as error:
+            raise SegmentRejectedError(f"{where}: {error}") from None
+        except (ValueError, RecursionError):
+            raise SegmentRejectedError(f"{where} is not JSON") from None
+        problem = step_problem(step)
+        if problem is not None:
+            raise SegmentRejectedError(f"{where}: {problem}")
         steps.append(step)
     return steps
+
+
+def step_problem(step: Any) -> str | None:
+    """What makes a parsed ram.jsonl line no step with a game state (None: it is one)."""
+    if not isinstance(step, dict):
+        return "not a step object"
+    if not _is_int(step.get("t")):
+        return "t is missing or not an integer"
+    reward = step.get("reward", 0.0)
+    if not isinstance(reward, int | float) or isinstance(reward, bool):
+        return "reward is not a number"
+    state = step.get("state")
+    if not isinstance(state, dict):
+        return "state is missing or not an object"
+    missing = sorted(REQUIRED_STATE_KEYS - state.keys())
+    if missing:
+        return f"state lacks {', '.join(missing)}"
+    for path, kind in STATE_FIELDS.items():
+        value: Any = state
+        for part in path.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if not (_is_int(value) if kind is int else isinstance(value, bool | int)):
+            return f"state.{path} is {type(value).__name__}, not {kind.__name__}"
+    return None
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class NonFiniteError(ValueError):
+    """A JSON document holds NaN, Infinity or a number beyond a float's range."""
+
+
+def loads_finite(text: str | bytes) -> Any:
+    """json.loads that refuses NaN, Infinity and overflowing numbers, naming where they are."""
+
+    def refuse(token: str) -> float:
+        raise _NonFinite(token)
+
+    def finite_float(token: str) -> float:
+        value = float(token)
+        if not math.isfinite(value):
+            raise _NonFinite(token)
+        return value
+
+    try:
+        return json.loads(text, parse_constant=refuse, parse_float=finite_float)
+    except _NonFinite as error:
+        path = _non_finite_path(json.loads(text)) or "a number"
+        raise NonFiniteError(f"{path} is {error.args[0][:40]}, not a finite number") from None
+
+
+class _NonFinite(Exception):
+    pass
+
+
+def _non_finite_path(document: Any, path: str = "") -> str | None:
+    if isinstance(document, float) and not math.isfinite(document):
+        return path or "the document"
+    children = (
+        document.items() if isinstance(document, dict)
+        else enumerate(document) if isinstance(document, list) else ()
+    )  # fmt: skip
+    for key, child in children:
+        found = _non_finite_path(child, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _room(state: dict[str, Any]) -> tuple[bool, int, int]:
@@ -230,5 +385,5 @@ def select_key_frames(
 def is_store_outage(error: Exception) -> bool:
     """A StoreError that is not about the object itself: the store is down, try later."""
     return isinstance(error, StoreError) and not isinstance(
-        error, ObjectNotFoundError | ChecksumMismatchError
+        error, ObjectNotFoundError | ChecksumMismatchError | InvalidKeyError
     )

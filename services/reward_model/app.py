@@ -34,24 +34,23 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         )
         app.state.redis = redis_client
         stop = threading.Event()
-        consumer = None
-        if bus is not None and settings.consume:
-            consumer = threading.Thread(
-                target=service.consume_forever, args=(stop,), name="scores", daemon=True
-            )
-            consumer.start()
+        # Restores the dataset from the store's scores, then consumes koholint.scores.
+        consumer = threading.Thread(
+            target=service.run_background, args=(stop,), name="scores", daemon=True
+        )
+        consumer.start()
         try:
             yield
         finally:
             stop.set()
-            if consumer is not None:
-                await asyncio.to_thread(consumer.join, settings.block_ms / 1000 + 5)
+            await asyncio.to_thread(consumer.join, settings.block_ms / 1000 + 5)
             if redis_client is not None:
                 redis_client.close()
 
     return create_service_app(
         name="reward-model", lifespan=lifespan, routers=[training.router, models.router, scoring.router],
         registry=metrics.registry, max_body_bytes=settings.max_body_bytes, readiness=readiness,
+        access=settings,
         tracing_exporter=settings.tracing_exporter,
         description="Judges' preferences -> Bradley-Terry R_phi -> versions the trainer shapes with.",
     )  # fmt: skip

@@ -12,11 +12,18 @@ from koholint.settings import (
     StoreSettings,
     StreamSettings,
 )
+from koholint.web.auth import ControlAccess
 from reward_model.bradley_terry import FitConfig
 
 
 class Settings(
-    ServiceSettings, FitConfig, StoreSettings, RedisSettings, StreamSettings, ConsumerSettings
+    ServiceSettings,
+    FitConfig,
+    StoreSettings,
+    RedisSettings,
+    StreamSettings,
+    ConsumerSettings,
+    ControlAccess,
 ):
     """The reward-model service: its streams, preferences and when it trains; how it fits R_phi
     (FitConfig's fields, KOHOLINT_REWARD_MODEL_LEARNING_RATE and so on)."""

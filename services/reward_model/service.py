@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import threading
 import time
 from collections import OrderedDict
@@ -25,6 +26,7 @@ from koholint.bus import Bus
 from koholint.env.encoding import encoder_version
 from koholint.env.export import SegmentFormatError, read_segment
 from koholint.reward.model import (
+    LATEST_KEY,
     PREFIX,
     LoadedRewardModel,
     RewardModelError,
@@ -53,6 +55,8 @@ from reward_model.metrics import Metrics
 from reward_model.preferences import ScoredSegment, build_preferences, scored_segment
 
 logger = logging.getLogger("reward_model.service")
+SCORE_RANGE = (0.0, 10.0)
+"""The judges' scale: a score outside it (or not finite) is a broken event."""
 
 
 class RewardModelService:
@@ -67,12 +71,19 @@ class RewardModelService:
         self._dataset_lock = threading.Lock()
         self._training_lock = threading.Lock()
         self._loaded: dict[str, LoadedRewardModel] = {}
+        self.restored: int | None = None
+        """scored segments rebuilt from the store at start (None: not yet)"""
 
     # -- the dataset ---------------------------------------------------------------
     def add_score(self, prefix: str, record_key: str, score: float | None) -> bool:
         """Add one scored segment (a newer score of the same segment replaces the older)."""
         if score is None:
             self.metrics.rejected.labels("unscored").inc()  # every judge abstained
+            return False
+        if not (math.isfinite(score) and SCORE_RANGE[0] <= score <= SCORE_RANGE[1]):
+            self.metrics.rejected.labels("invalid_event").inc()
+            logger.warning("score %r of %s is outside %s", score, prefix, SCORE_RANGE,
+                           extra={"event": "invalid_score"})  # fmt: skip
             return False
         try:
             stored = read_segment(self.store, prefix)
@@ -82,7 +93,7 @@ class RewardModelService:
                     f"{prefix}: encoder {manifest_encoder}, not {self.encoder_version}"
                 )
             segment = scored_segment(stored, record_key, score)
-        except (SegmentFormatError, StoreError, ValueError, KeyError) as error:
+        except Exception as error:  # whatever the segment's files do, it is this one's refusal
             self.metrics.rejected.labels("segment_unreadable").inc()
             logger.warning("scored segment refused: %s", error, extra={"event": "segment_refused"})
             return False
@@ -102,6 +113,27 @@ class RewardModelService:
             logger.warning("invalid scores event: %s", error, extra={"event": "invalid_event"})
             return 0
         return sum(self.add_score(r.prefix, r.record_key, r.score) for r in event.records)
+
+    def restore(self) -> int:
+        """Rebuild the dataset from the store's score records (the newest of each segment, the
+        newest ``max_segments``): the data set outlives the process. Returns how many."""
+        try:
+            records = load_score_records(self.store)[-self.settings.max_segments :]
+        except StoreError as error:
+            logger.warning("restoring the dataset failed: %s", error,
+                           extra={"event": "restore_failed"})  # fmt: skip
+            records = []
+        restored = sum(self.add_score(prefix, key, score) for prefix, key, score in records)
+        self.restored = restored
+        logger.info("restored %d scored segments from the store", restored,
+                    extra={"event": "restored"})  # fmt: skip
+        return restored
+
+    def run_background(self, stop: threading.Event) -> None:
+        """The service's background work: restore the dataset, then consume (when a bus is set)."""
+        self.restore()
+        if self.bus is not None and self.settings.consume:
+            self.consume_forever(stop)
 
     def segments(self) -> list[ScoredSegment]:
         with self._dataset_lock:
@@ -204,15 +236,24 @@ class RewardModelService:
                     "unreadable version: %s", error, extra={"event": "version_unreadable"}
                 )
         return ModelList(
-            models=cards, last_training=self.last_training, segments=len(self.segments())
-        )
+            models=cards, last_training=self.last_training, segments=len(self.segments()),
+            restored=self.restored,
+        )  # fmt: skip
 
     def latest(self) -> LoadedRewardModel:
-        version = latest_version(self.store)
+        try:
+            version = latest_version(self.store)
+        except RewardModelError as error:
+            raise ConflictError(str(error), field=LATEST_KEY) from None
         if version is None:
             raise NotFoundError(
                 "no reward model has been published yet: POST /v1/train once scores arrived"
             )
+        if not self.store.exists(f"{PREFIX}/{version}/model.json"):
+            raise ConflictError(
+                f"{LATEST_KEY} names {version}, which has no model.json: republish a version "
+                "(POST /v1/train) to rewrite the pointer", field=LATEST_KEY,
+            )  # fmt: skip
         return self.load(version)
 
     def load(self, version: str) -> LoadedRewardModel:
@@ -224,7 +265,7 @@ class RewardModelService:
                     self.store, version, expected_encoder=self.encoder_version
                 )
             except RewardModelError as error:
-                raise ConflictError(str(error)) from None
+                raise ConflictError(str(error), field=f"{PREFIX}/{version}") from None
         return self._loaded[version]
 
     def score(self, request: ScoreRequest) -> ScoreResponse:
@@ -237,7 +278,14 @@ class RewardModelService:
         observations = np.array(request.observations, np.float32)
         if not np.isfinite(observations).all():
             raise UnprocessableError("observations hold NaN or inf", field="observations")
-        rewards = model.function(observations)
+        with np.errstate(over="ignore", invalid="ignore"):
+            rewards = model.function(observations)
+        if not np.isfinite(rewards).all():
+            row = int(np.flatnonzero(~np.isfinite(rewards))[0])
+            raise UnprocessableError(
+                f"observations[{row}] drives R_phi beyond a float's range: observations are "
+                "the env's encoded vector (values near [-1, 1])", field=f"observations.{row}",
+            )  # fmt: skip
         return ScoreResponse(version=model.version, rewards=rewards.tolist(),
                              segment_reward=float(rewards.mean()))  # fmt: skip
 
@@ -270,18 +318,46 @@ def load_score_records(
     store: ObjectStore, prefix: str = "scores/"
 ) -> list[tuple[str, str, float | None]]:
     """(segment prefix, record key, score) of every score record in the batch files under
-    `prefix`, the newest record of each segment."""
+    `prefix`, the newest record of each segment, oldest first. A file or line that is no score
+    record is logged and left out."""
     newest: dict[str, tuple[float, str, float | None]] = {}
     for key in store.list(prefix):
         if not key.endswith(".jsonl"):
             continue
-        for line in store.get(key).decode().splitlines():
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            if record.get("schema_version") != SCORE_SCHEMA_VERSION or "prefix" not in record:
-                continue
-            when = float(record.get("scored_at", 0.0))
+        for record in _score_lines(store, key):
+            when = record["scored_at"]
             if record["prefix"] not in newest or newest[record["prefix"]][0] <= when:
-                newest[record["prefix"]] = (when, record["record_key"], record.get("score"))
-    return [(segment, key, score) for segment, (_, key, score) in sorted(newest.items())]
+                newest[record["prefix"]] = (when, record["record_key"], record["score"])
+    ordered = sorted(newest.items(), key=lambda item: (item[1][0], item[0]))
+    return [(segment, key, score) for segment, (_, key, score) in ordered]
+
+
+def _score_lines(store: ObjectStore, key: str) -> list[dict[str, Any]]:
+    """The lines of one batch file that name a segment, a record key and a usable score."""
+    try:
+        lines = store.get(key).decode("utf-8").splitlines()
+    except (StoreError, UnicodeDecodeError) as error:
+        logger.warning("unreadable scores file %s: %s", key, error,
+                       extra={"event": "scores_unreadable"})  # fmt: skip
+        return []
+    records = []
+    for line in lines:
+        try:
+            record = json.loads(line) if line.strip() else None
+        except (ValueError, RecursionError):
+            record = None
+        if not isinstance(record, dict) or record.get("schema_version") != SCORE_SCHEMA_VERSION:
+            continue
+        score, when = record.get("score"), record.get("scored_at", 0.0)
+        usable = score is None or (
+            _finite_number(score) and SCORE_RANGE[0] <= score <= SCORE_RANGE[1]
+        )
+        named = isinstance(record.get("prefix"), str) and isinstance(record.get("record_key"), str)
+        if not (usable and named and _finite_number(when)):
+            continue
+        records.append({**record, "scored_at": float(when)})
+    return records
+
+
+def _finite_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)

@@ -44,6 +44,7 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
         routers=[runs.router, checkpoints.router],
         registry=registry,
         max_body_bytes=settings.max_body_bytes,
+        access=settings,
         readiness=readiness,
         tracing_exporter=span_exporter or settings.tracing_exporter,
     )

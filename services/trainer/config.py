@@ -8,12 +8,13 @@ adds what the service alone needs.
 
 from __future__ import annotations
 
-import ipaddress
-
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.settings import RedisSettings, ServiceSettings, StoreSettings
+from koholint.web.auth import ControlAccess, is_loopback
+
+__all__ = ["Deployment", "Settings", "is_loopback"]
 
 PREFIX = "KOHOLINT_TRAINER_"
 
@@ -37,7 +38,7 @@ class Deployment(BaseSettings, StoreSettings, RedisSettings):
     """the planner service (planner=http) or the language-model base URL (local, llm-d)"""
 
 
-class Settings(ServiceSettings, Deployment):
+class Settings(ServiceSettings, Deployment, ControlAccess):
     """The trainer service: its deployment, who may control runs, how many it remembers."""
 
     model_config = SettingsConfigDict(
@@ -47,21 +48,11 @@ class Settings(ServiceSettings, Deployment):
     host: str = Field("127.0.0.1", max_length=255)
     """the address the service listens on (as `koholint serve --host`); beyond loopback it
     refuses to start without a token"""
-    token: SecretStr = Field(SecretStr(""), max_length=4096)
-    """bearer token that POST requests (run control) must carry; required when the service
-    listens beyond localhost"""
+    trajectory_dir: str = Field("", max_length=4096)
+    """the folder whose files a request may name as curriculum.trajectory (beside keys in the
+    object store); empty: the run folder (run_dir)"""
     max_kept_runs: int = Field(20, ge=1, le=10_000)
     """finished and failed runs kept in memory (and /metrics)"""
 
     def deployment(self) -> Deployment:
         return Deployment.model_validate(self.model_dump(include=set(Deployment.model_fields)))
-
-
-def is_loopback(host: str) -> bool:
-    """True for localhost, 127.0.0.0/8 and ::1 (a name other than localhost counts as beyond)."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False

@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from koholint.schemas.trainer import ACTIVE_STATES, CheckpointList, CheckpointRecord
+from koholint.schemas.trainer import (
+    ACTIVE_STATES,
+    TRAJECTORY_PATTERN,
+    CheckpointList,
+    CheckpointRecord,
+)
 from koholint.store import ObjectStore, StoreError
 from koholint.web.problems import (
     ConflictError,
@@ -20,6 +27,7 @@ from koholint.web.telemetry import BackgroundSpan
 from trainer.config import Settings
 from trainer.ledger import CheckpointLedger, UnknownCheckpointError
 from trainer.ppo.config import TrainConfig, TrainConfigError
+from trainer.ppo.curriculum import MAX_TRAJECTORY_BYTES
 from trainer.ppo.run import TrainingRun
 
 
@@ -63,6 +71,11 @@ class Trainer:
             ) from error
         if config.run in self.runs:
             raise ConflictError(f"a run named {config.run!r} exists; choose another name")
+        requested = (overrides.get("curriculum") or {}).get("trajectory")
+        if requested:  # the operator's own setting (the service's environment) is trusted
+            trajectory = self._stored_trajectory(str(requested), config.run)
+            curriculum = config.curriculum.model_copy(update={"trajectory": trajectory})
+            config = config.model_copy(update={"curriculum": curriculum})
         run = TrainingRun(config, self.settings.deployment())
         try:
             run.preflight()  # before a 201: a run that cannot start is the caller's 422
@@ -83,6 +96,32 @@ class Trainer:
             )
             self._thread.start()
         return run
+
+    def _stored_trajectory(self, name: str, run: str) -> str:
+        """The local path of the trajectory a request names: a file under trajectory_dir, or
+        a key in the object store (copied into the run's folder). Never any other path."""
+        field = "curriculum.trajectory"
+        if not re.fullmatch(TRAJECTORY_PATTERN, name):
+            raise _unprocessable(field, f"curriculum.trajectory {name[:200]!r} is not a stored "
+                                 "trajectory's name: relative parts of letters, digits, '_', '-' "
+                                 "and '.', none starting with a dot (no '..', no absolute path)")  # fmt: skip
+        folder = Path(self.settings.trajectory_dir or self.settings.run_dir).resolve()
+        file = (folder / name).resolve()
+        if file.is_relative_to(folder) and file.is_file():
+            return str(file)
+        try:
+            data = self.store.get(name) if self.store.exists(name) else None
+        except StoreError as error:
+            raise UnavailableError(f"object store: {error}") from error
+        if data is None:
+            raise _unprocessable(field, f"no trajectory {name!r} in the object store nor under "
+                                 "the trainer's trajectory_dir")  # fmt: skip
+        if len(data) > MAX_TRAJECTORY_BYTES:
+            raise _unprocessable(field, f"{name}: {len(data)} bytes, over {MAX_TRAJECTORY_BYTES}")
+        local = Path(self.settings.run_dir).resolve() / run / "curriculum.actions"
+        local.parent.mkdir(parents=True, exist_ok=True)
+        local.write_bytes(data)
+        return str(local)
 
     def _prune(self) -> None:
         """Forget the oldest ended runs beyond max_kept_runs (their ledgers stay in the store)."""
@@ -140,3 +179,7 @@ class Trainer:
             run.stop()
         if self._thread is not None:
             self._thread.join(timeout=120)
+
+
+def _unprocessable(field: str, message: str) -> UnprocessableError:
+    return UnprocessableError(message, errors=[{"field": field, "message": message}])

@@ -122,6 +122,14 @@ def latest_version(store: ObjectStore) -> str | None:
         document = json.loads(store.get(LATEST_KEY))
     except ObjectNotFoundError:
         return None
+    except StoreError as error:
+        raise RewardModelError(
+            f"{LATEST_KEY}: {error}; republish a version to rewrite it"
+        ) from None
+    except (ValueError, RecursionError):
+        raise RewardModelError(
+            f"{LATEST_KEY} is not JSON; republish a version (POST /v1/train) to rewrite it"
+        ) from None
     try:
         return LatestPointer.model_validate(document).version
     except ValidationError as error:
@@ -180,14 +188,15 @@ def load_version(
 
 
 def _function_from(data: bytes, card: RewardModelCard, version: str) -> RewardFunction:
-    with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
-        count = len(arrays.files) // 2
-        try:
-            layers = tuple(
-                (arrays[f"weight_{index}"], arrays[f"bias_{index}"]) for index in range(count)
-            )
-        except KeyError as error:
-            raise RewardModelError(f"{version}: {WEIGHTS_FILE} lacks {error}; retrain") from None
+    try:
+        layers = _layers(data)
+    except KeyError as error:
+        raise RewardModelError(f"{version}: {WEIGHTS_FILE} lacks {error}; retrain") from None
+    except Exception as error:  # not an npz, pickled objects, a damaged zip ...: never loaded
+        raise RewardModelError(
+            f"{version}: {WEIGHTS_FILE} is not an npz of float arrays ({type(error).__name__}: "
+            f"{str(error)[:200]}); retrain"
+        ) from None
     if not all(np.isfinite(w).all() and np.isfinite(b).all() for w, b in layers):
         raise RewardModelError(f"{version}: weights hold NaN or inf; refused, retrain the model")
     widths = [card.observation_size, *card.hidden_sizes, 1]
@@ -199,6 +208,23 @@ def _function_from(data: bytes, card: RewardModelCard, version: str) -> RewardFu
     if not (np.isfinite(card.output_mean) and np.isfinite(card.output_std)):
         raise RewardModelError(f"{version}: output statistics are not finite; retrain")
     return RewardFunction(layers, card.output_mean, card.output_std)
+
+
+def _layers(data: bytes) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """The (weight, bias) arrays of an npz; refuses anything but plain float arrays."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as arrays:
+        count = len(arrays.files) // 2
+        layers = tuple(
+            (arrays[f"weight_{index}"], arrays[f"bias_{index}"]) for index in range(count)
+        )
+    for weight, bias in layers:
+        if not (
+            np.issubdtype(weight.dtype, np.floating) and np.issubdtype(bias.dtype, np.floating)
+        ):
+            raise TypeError(f"arrays of {weight.dtype} and {bias.dtype}, not floats")
+    if not layers:
+        raise KeyError("weight_0")
+    return layers
 
 
 def _read(store: ObjectStore, key: str, version: str) -> bytes:
@@ -218,8 +244,10 @@ def _read(store: ObjectStore, key: str, version: str) -> bytes:
 def _read_json(store: ObjectStore, key: str, version: str) -> dict[str, object]:
     try:
         document = json.loads(_read(store, key, version))
-    except json.JSONDecodeError as error:
-        raise RewardModelError(f"{version}: {key} is not JSON ({error}); retrain") from None
+    except (ValueError, RecursionError) as error:
+        raise RewardModelError(
+            f"{version}: {key} is not JSON ({str(error)[:200]}); retrain"
+        ) from None
     if not isinstance(document, dict):
         raise RewardModelError(f"{version}: {key} is not a JSON object; retrain")
     return document

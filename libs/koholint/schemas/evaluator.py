@@ -44,7 +44,8 @@ MAX_FAILURES_SHOWN = 50
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN and inf have no JSON spelling: stored, they would come back as null and fail to read.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Verdict(_Model):
@@ -150,7 +151,7 @@ class ScoredSegment(_Model):
     prefix: str
     record_key: str
     label: Label | None
-    score: float | None
+    score: float | None = Field(ge=0, le=10, description="the record's score; None: unscored")
 
 
 class ScoresEvent(_Model):

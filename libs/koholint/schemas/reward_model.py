@@ -9,7 +9,7 @@ version is named by ``reward-models/latest.json`` (a ``LatestPointer``).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -20,7 +20,8 @@ OBSERVATION_SIZE = 128
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN and inf have no JSON spelling: a card or an answer holding one would read as null.
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class RewardModelCard(_Model):
@@ -86,13 +87,24 @@ class ModelList(_Model):
     models: list[RewardModelCard]
     last_training: TrainStatus | None = None
     segments: int = Field(ge=0, description="scored segments in the preference dataset")
+    restored: int | None = Field(
+        None, ge=0,
+        description="scored segments rebuilt from the store's score records at start "
+        "(null: still reading them)",
+    )  # fmt: skip
+
+
+ObservationRow = Annotated[
+    list[float], Field(min_length=OBSERVATION_SIZE, max_length=OBSERVATION_SIZE)
+]
+"""One observation: the env's encoded vector, finite floats (the model's own)."""
 
 
 class ScoreRequest(_Model):
-    observations: list[list[float]] = Field(
+    observations: list[ObservationRow] = Field(
         min_length=1,
         max_length=MAX_SCORE_OBSERVATIONS,
-        description=f"observation vectors of {OBSERVATION_SIZE} floats each",
+        description=f"observation vectors of {OBSERVATION_SIZE} finite floats each",
     )
     version: str | None = Field(
         None, pattern=VERSION_PATTERN, description="a stored version; none = the latest"

@@ -9,13 +9,19 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-RUN_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}$"
-"""A run name: it is a folder name in the run directory and a key prefix in the store."""
-CHECKPOINT_NAME_PATTERN = r"^[A-Za-z0-9_.-]{1,128}-step[0-9]{12}$"
+RUN_NAME = r"[A-Za-z0-9_-][A-Za-z0-9_.-]{0,127}"
+"""A run name: one path segment, a folder name in the run directory and a key prefix in the
+store; no leading dot, so never '.' or '..'."""
+RUN_NAME_PATTERN = rf"^{RUN_NAME}$"
+CHECKPOINT_NAME_PATTERN = rf"^{RUN_NAME}-step[0-9]{{12}}$"
 """A checkpoint name from a ledger: ``<run>-step<env steps, 12 digits>``."""
 METRIC_PATTERN = r"^[A-Za-z0-9_]{1,64}$"
+TRAJECTORY_PATTERN = rf"^{RUN_NAME}(/{RUN_NAME}){{0,7}}$"
+"""A stored trajectory as a request names it: a relative name of run-name parts (a key in the
+object store, or a file under the trainer's trajectory folder); never '..' nor absolute."""
+TRACEBACK_MARKERS = ("Traceback (most recent call last)", '  File "')
 RunState = Literal["starting", "running", "stopping", "finished", "stopped", "failed"]
 ACTIVE_STATES = ("starting", "running", "stopping")
 
@@ -57,7 +63,7 @@ class RunStatus(BaseModel):
     resumed_from: str | None = None
     """the checkpoint this run continued from, if any"""
     error: str | None = None
-    """why the run failed (state failed)"""
+    """why the run failed (state failed); never a traceback (the logs have it)"""
     export: dict[str, int] = Field(
         default_factory=lambda: {"written": 0, "dropped": 0, "failed": 0}
     )
@@ -69,6 +75,20 @@ class RunStatus(BaseModel):
     """the reward-model version the envs shape their new episodes with (null: none yet)"""
     shaped_steps: dict[str, int] = Field(default_factory=dict)
     """env steps shaped by each reward-model version, counted since the run (re)started"""
+
+    @field_serializer("error")
+    def _error_without_traceback(self, error: str | None) -> str | None:
+        return None if error is None else without_traceback(error)
+
+
+def without_traceback(text: str, limit: int = 1000) -> str:
+    """A failure's message fit for a response: a traceback (Ray puts the remote one in its
+    errors' text) is cut down to its last line, the exception itself."""
+    if any(marker in text for marker in TRACEBACK_MARKERS):
+        lines = [line for line in text.splitlines() if line.strip()]
+        plain = [line for line in lines if not line[:1].isspace() and "Traceback" not in line]
+        text = plain[-1] if plain else "the run failed; the trainer's log has the traceback"
+    return text[:limit]
 
 
 class RunList(BaseModel):

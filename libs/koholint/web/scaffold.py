@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from koholint.web.auth import ControlAccess
 from koholint.web.problems import (
     BodySizeLimitMiddleware,
     UnavailableError,
@@ -47,11 +48,13 @@ def create_service_app(
     tracing_exporter: Any = None,
     description: str = "",
     schema_limits: SchemaLimits | None = None,
+    access: ControlAccess | None = None,
 ) -> FastAPI:
     """A FastAPI app for the service `name` with the fleet's common routes and middleware.
 
     `schema_limits` writes limits that come from settings into the spec (component name ->
     property -> JSON Schema keywords), so that it states the limits this server enforces.
+    `access`: the settings of ``koholint.web.auth``'s rule for the state-changing routes.
     """
     app = FastAPI(
         title=f"koholint {name}",
@@ -59,6 +62,7 @@ def create_service_app(
         description=description,
         lifespan=lifespan,
     )
+    app.state.access = access
     add_exception_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
     app.include_router(_health_router(readiness))

@@ -11,6 +11,7 @@ from fastapi import APIRouter, Query, Response
 from env_sim.deps import LiveDep, SessionsDep, SettingsDep
 from env_sim.live import BOUNDARY, FrameFeed, FrameStream, Player, PlayRequest, PlayStatus
 from env_sim.sessions import Session
+from koholint.web.auth import ControlDep
 from koholint.web.problems import ConflictError, TooManyError, problem_responses
 
 router = APIRouter(prefix="/v1/sessions", tags=["live"])
@@ -68,7 +69,12 @@ def _screen(session: Session) -> tuple[Any, int]:
     return session.env.gameboy.render_now(), session.env.gameboy.frame
 
 
-@router.post("/{session_id}/play", status_code=202, responses=problem_responses(404, 409, 429))
+@router.post(
+    "/{session_id}/play",
+    status_code=202,
+    dependencies=[ControlDep],
+    responses=problem_responses(401, 404, 409, 429),
+)
 async def play_session(
     session_id: str, body: PlayRequest, sessions: SessionsDep, settings: SettingsDep
 ) -> PlayStatus:
@@ -103,7 +109,9 @@ async def get_play(session_id: str, sessions: SessionsDep) -> PlayStatus:
     return session.player.status()
 
 
-@router.delete("/{session_id}/play", responses=problem_responses(404))
+@router.delete(
+    "/{session_id}/play", dependencies=[ControlDep], responses=problem_responses(401, 404)
+)
 async def stop_play(session_id: str, sessions: SessionsDep) -> PlayStatus:
     """Stop the session's player (nothing to do when it does not play)."""
     session = sessions.get(session_id)

@@ -7,6 +7,7 @@ from fastapi import APIRouter, Request
 from env_sim.deps import RomsDep, SettingsDep
 from env_sim.roms import require_uploads_enabled
 from koholint.schemas.env_sim import RomInfo, RomList
+from koholint.web.auth import ControlDep
 from koholint.web.problems import problem_responses
 
 router = APIRouter(prefix="/v1/roms", tags=["roms"])
@@ -21,7 +22,8 @@ async def list_roms(roms: RomsDep) -> RomList:
 @router.post(
     "",
     status_code=201,
-    responses=problem_responses(403),
+    dependencies=[ControlDep],
+    responses=problem_responses(401, 403),
     openapi_extra={
         "requestBody": {
             "content": {

@@ -29,6 +29,7 @@ from koholint.schemas.env_sim import (
     TickResult,
 )
 from koholint.store import ObjectNotFoundError, ObjectStore
+from koholint.web.auth import ControlDep
 from koholint.web.problems import (
     NotFoundError,
     PayloadTooLargeError,
@@ -39,6 +40,8 @@ from koholint.web.problems import (
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 # Every route on one session: 404 (no such session, or it expired), 409 (busy with another request).
 ON_SESSION = problem_responses(404, 409)
+CONTROLLED = problem_responses(401, 404, 409)
+"""Routes that open, close, save or load a session: koholint.web.auth's rule applies."""
 OCTET_STREAM = "application/octet-stream"
 
 
@@ -59,7 +62,9 @@ def _start(body: SessionSettings | ResetRequest, store: ObjectStore) -> Any:
     return body.start_state
 
 
-@router.post("", status_code=201, responses=problem_responses(404, 429))
+@router.post(
+    "", status_code=201, dependencies=[ControlDep], responses=problem_responses(401, 404, 429)
+)
 async def create_session(
     body: SessionSettings,
     sessions: SessionsDep,
@@ -97,7 +102,7 @@ async def get_session(session_id: str, sessions: SessionsDep) -> SessionInfo:
     return sessions.get(session_id).info()
 
 
-@router.delete("/{session_id}", status_code=204, responses=ON_SESSION)
+@router.delete("/{session_id}", status_code=204, dependencies=[ControlDep], responses=CONTROLLED)
 async def delete_session(session_id: str, sessions: SessionsDep) -> Response:
     """Close a session and free its emulator."""
     await sessions.delete(session_id)
@@ -166,7 +171,7 @@ async def get_frame(session_id: str, sessions: SessionsDep) -> Response:
     return Response(png, media_type="image/png")
 
 
-@router.post("/{session_id}/save", status_code=201, responses=ON_SESSION)
+@router.post("/{session_id}/save", status_code=201, dependencies=[ControlDep], responses=CONTROLLED)
 async def save_state(session_id: str, sessions: SessionsDep, store: StoreDep) -> SavedState:
     """Save the emulator state into the object store; returns its id."""
     blob = await sessions.run(session_id, "save", lambda s: s.env.gameboy.save_state())
@@ -192,7 +197,12 @@ LOAD_BODY = {
 }
 
 
-@router.post("/{session_id}/load", openapi_extra=LOAD_BODY, responses=ON_SESSION)
+@router.post(
+    "/{session_id}/load",
+    openapi_extra=LOAD_BODY,
+    dependencies=[ControlDep],
+    responses=CONTROLLED,
+)
 async def load_state(
     session_id: str, request: Request, sessions: SessionsDep, store: StoreDep, settings: SettingsDep
 ) -> Observation:

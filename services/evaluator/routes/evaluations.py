@@ -9,12 +9,18 @@ from starlette.concurrency import run_in_threadpool
 
 from evaluator.deps import ServiceDep
 from koholint.schemas.evaluator import EvaluateRun, EvaluationRequest, EvaluationStatus
+from koholint.web.auth import ControlDep
 from koholint.web.problems import NotFoundError, problem_responses
 
 router = APIRouter(prefix="/v1", tags=["evaluations"])
 
 
-@router.post("/evaluations", status_code=202, responses=problem_responses(404, 422, 429))
+@router.post(
+    "/evaluations",
+    status_code=202,
+    dependencies=[ControlDep],
+    responses=problem_responses(401, 404, 422, 429),
+)
 async def create_evaluation(body: EvaluationRequest, service: ServiceDep) -> EvaluationStatus:
     """Start scoring the prefixes (or the run's segments; 404 if it has none); poll the job id."""
     if isinstance(body, EvaluateRun):

@@ -21,6 +21,10 @@ METRICS = (
 )  # fmt: skip
 
 
+LOOPBACK = ("127.0.0.1", 50000)
+"""TestClient's own client, "testclient", is no loopback peer: run control would be 401."""
+
+
 @pytest.fixture
 def bus() -> MemoryBus:
     return MemoryBus()
@@ -29,7 +33,9 @@ def bus() -> MemoryBus:
 @pytest.fixture
 def client(local_store: LocalStore, bus: MemoryBus) -> Iterator[TestClient]:
     settings = Settings(block_ms=50, max_body_bytes=4096)
-    with TestClient(create_app(settings, store=local_store, bus=bus)) as test_client:
+    with TestClient(
+        create_app(settings, store=local_store, bus=bus), client=LOOPBACK
+    ) as test_client:
         yield test_client
 
 
@@ -134,7 +140,9 @@ def test_health_readiness_and_documented_errors(client: TestClient):
 
 def test_readiness_names_an_unreachable_judge_gateway(local_store: LocalStore):
     settings = Settings(backend="llm-d", llm_base_url="http://127.0.0.1:9", consume=False)
-    with TestClient(create_app(settings, store=local_store, bus=MemoryBus())) as client:
+    with TestClient(
+        create_app(settings, store=local_store, bus=MemoryBus()), client=LOOPBACK
+    ) as client:
         response = client.get("/readyz")
     assert response.status_code == 503
     assert "judge routes not ready" in response.json()["detail"]

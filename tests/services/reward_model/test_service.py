@@ -3,10 +3,13 @@ store and the in-process bus (the real Redis and S3 server are in test_live.py).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 from reward_synthetic import export_synthetic, scores_event, synthetic_segments
 
 from koholint.bus import MemoryBus
@@ -92,13 +95,75 @@ def test_score_checks_its_input_and_names_the_field(tmp_path: Path):
     for prefix, scored in zip(export_synthetic(service.store, segments), segments, strict=True):
         service.add_score(prefix, scored.record_key, scored.score)
     assert service.train().state == "published"
-    with pytest.raises(UnprocessableError) as error:
-        service.score(ScoreRequest(observations=[[0.0] * 128, [0.0] * 3]))
+    with pytest.raises(ValidationError) as invalid:  # the row length is the schema's
+        ScoreRequest(observations=[[0.0] * 128, [0.0] * 3])
+    assert invalid.value.errors()[0]["loc"] == ("observations", 1)
+    with pytest.raises(ValidationError, match="finite"):
+        ScoreRequest(observations=[[float("nan")] * 128])
+    with pytest.raises(UnprocessableError, match="NaN") as error:  # past the schema: still refused
+        service.score(ScoreRequest.model_construct(observations=[[float("nan")] * 128]))
+    assert error.value.extra["field"] == "observations"
+    with pytest.raises(UnprocessableError, match="beyond a float's range") as error:
+        service.score(ScoreRequest(observations=[[0.0] * 128, [3e38] * 128]))
     assert error.value.extra["field"] == "observations.1"
-    with pytest.raises(UnprocessableError, match="NaN"):
-        service.score(ScoreRequest(observations=[[float("nan")] * 128]))
     observations = segments[0].observations
     response = service.score(ScoreRequest(observations=observations.tolist()))
     expected = service.latest().function(observations)
     np.testing.assert_allclose(response.rewards, expected, rtol=1e-6)
     assert response.segment_reward == pytest.approx(float(expected.mean()), rel=1e-6)
+
+
+@pytest.mark.parametrize("score", [float("nan"), -5.0, 1e300, 11.0, float("inf")])
+def test_a_score_outside_the_judges_scale_is_an_invalid_event(tmp_path: Path, score: float):
+    service, bus = make_service(tmp_path, block_ms=10)
+    segments = synthetic_segments(2, steps=4, seed=3)
+    prefixes = export_synthetic(service.store, segments)
+    event = scores_event("syn", prefixes, segments)
+    event["records"][1]["score"] = score
+    bus.publish(service.settings.scores_stream, event)
+    service.consume_once()
+    assert service.metrics.rejected.labels("invalid_event")._value.get() == 1
+    assert service.segments() == []
+    assert not service.add_score(prefixes[0], "k", score)  # nor past the event's schema
+
+
+def test_poison_segments_are_refused_one_by_one(tmp_path: Path):
+    service, bus = make_service(tmp_path, block_ms=10)
+    segments = synthetic_segments(4, steps=4, seed=3)
+    prefixes = export_synthetic(service.store, segments)
+    for prefix, data in ((prefixes[1], b"[" * 100_000 + b"]" * 100_000), (prefixes[2], b"\xff")):
+        service.store.put(f"{prefix}/ram.jsonl", data)
+        manifest = json.loads(service.store.get(f"{prefix}/manifest.json"))
+        manifest["files"]["ram.jsonl"] = hashlib.sha256(data).hexdigest()
+        service.store.put(f"{prefix}/manifest.json", json.dumps(manifest).encode())
+    bus.publish(service.settings.scores_stream, scores_event("syn", prefixes, segments))
+    service.consume_once()
+    assert sorted(s.prefix for s in service.segments()) == [prefixes[0], prefixes[3]]
+    assert service.metrics.rejected.labels("segment_unreadable")._value.get() == 2
+
+
+def test_a_new_service_on_the_same_store_restores_the_dataset(tmp_path: Path):
+    service, _ = make_service(tmp_path, max_segments=20)
+    segments = synthetic_segments(24, steps=4, seed=5)
+    prefixes = export_synthetic(service.store, segments)
+    write_score_records(service.store, prefixes, segments)
+    restarted, _ = make_service(tmp_path, max_segments=20)
+    assert restarted.models().restored is None  # not read yet
+    assert restarted.restore() == 20  # the newest max_segments
+    assert [s.prefix for s in restarted.segments()] == prefixes[4:]
+    assert restarted.models().restored == restarted.models().segments == 20
+
+
+def write_score_records(store, prefixes: list[str], segments: list) -> str:
+    """The evaluator's batch file of score records for the segments (scored in this order)."""
+    lines = [
+        json.dumps({"schema_version": 1, "prefix": prefix, "record_key": f"rk-{index}",
+                    "score": scored.score, "scored_at": 1_000_000.0 + index})
+        for index, (prefix, scored) in enumerate(zip(prefixes, segments, strict=True))
+    ]  # fmt: skip
+    lines.append(json.dumps({"schema_version": 1, "prefix": "episodes/x/y/00000",
+                             "record_key": "bad", "score": float("nan"), "scored_at": 1.0}))  # fmt: skip
+    lines.append("{not json")
+    key = "scores/syn/batches/20261126T000000.000000Z-h-00000000.jsonl"
+    store.put(key, ("\n".join(lines) + "\n").encode())
+    return key

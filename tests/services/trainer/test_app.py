@@ -14,7 +14,7 @@ import pytest
 from tests.services.trainer.ppo.test_run import TINY
 
 from koholint.store import LocalStore
-from koholint.web.problems import PROBLEM_JSON, ConflictError
+from koholint.web.problems import PROBLEM_JSON, ConflictError, UnprocessableError
 from trainer.app import create_app
 from trainer.config import Settings
 from trainer.ppo.config import TrainConfig
@@ -313,3 +313,66 @@ async def test_a_run_is_traced_as_a_child_of_the_request_that_started_it(tmp_pat
     assert run_span.attributes["koholint.state"] == "finished"
     assert run_span.attributes["koholint.env_steps"] >= TINY["total_env_steps"]
     assert run_span.end_time >= request_span.end_time  # it outlived the request
+
+
+def written_files(tmp_path: Path) -> list[Path]:
+    return sorted(path for path in tmp_path.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("run", ["..", ".", ".hidden", "../x", "/etc"])
+async def test_unsafe_run_names_are_422_before_anything_is_written(tmp_path: Path, run: str):
+    before = written_files(tmp_path)
+    async with client_of(create_app(settings(tmp_path))) as http:
+        created = await http.post("/v1/runs", json={"run": run})
+        listed = await http.get("/v1/checkpoints", params={"run": run})
+        best = await http.get("/v1/checkpoints/best", params={"run": run, "metric": "rooms"})
+    assert_problem(created, 422, "run")
+    assert_problem(listed, 422, "query.run")
+    assert_problem(best, 422, "query.run")
+    assert written_files(tmp_path) == before
+
+
+@pytest.mark.parametrize(
+    "trajectory", ["/etc/hostname", "../../../../etc/hostname", "runs/../../x", ".secret", "a//b"]
+)
+async def test_a_trajectory_outside_the_stored_artifacts_is_422(tmp_path: Path, trajectory: str):
+    before = written_files(tmp_path)
+    body = {"run": "robust", "phase": "robustify", "curriculum": {"trajectory": trajectory}}
+    async with client_of(create_app(settings(tmp_path))) as http:
+        created = await http.post("/v1/runs", json=body)
+        runs = (await http.get("/v1/runs")).json()
+    assert (
+        "not a stored trajectory" in assert_problem(created, 422, "curriculum.trajectory")["detail"]
+    )
+    assert runs == {"runs": []}
+    assert written_files(tmp_path) == before
+
+
+def test_a_trajectory_is_a_store_key_or_a_file_in_the_trajectory_folder(tmp_path: Path):
+    store = LocalStore(tmp_path / "store")
+    store.put("trajectories/win.actions", bytes([1, 2, 3]))
+    folder = tmp_path / "wins"
+    folder.mkdir()
+    (folder / "seed0.actions").write_bytes(bytes([4, 5]))
+    trainer = Trainer(store, settings(tmp_path, trajectory_dir=str(folder)), environ={})
+    from_store = Path(trainer._stored_trajectory("trajectories/win.actions", "r1"))
+    assert from_store.read_bytes() == bytes([1, 2, 3])
+    assert from_store.is_relative_to((tmp_path / "runs" / "r1").resolve())
+    assert Path(trainer._stored_trajectory("seed0.actions", "r1")) == folder / "seed0.actions"
+    with pytest.raises(UnprocessableError, match="no trajectory 'gone.actions'"):
+        trainer._stored_trajectory("gone.actions", "r1")
+
+
+async def test_a_failed_run_shows_its_error_without_the_traceback(tmp_path: Path):
+    app = create_app(settings(tmp_path))
+    async with client_of(app) as http:
+        run = TrainingRun(TrainConfig.load({"run": "broken"}, {}))
+        run.status.state = "failed"
+        run.status.error = (
+            "ray::CurriculumActor.__init__() (pid=1, ip=127.0.0.1)\nTraceback (most recent "
+            'call last):\n  File "/srv/curriculum.py", line 72, in read_trajectory\n    raise '
+            "ValueError(...)\nValueError: curriculum trajectory is not an actions file"
+        )
+        app.state.trainer.runs["broken"] = run
+        status = (await http.get("/v1/runs/broken")).json()
+    assert status["error"] == "ValueError: curriculum trajectory is not an actions file"
