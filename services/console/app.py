@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -33,36 +34,11 @@ def create_app(
     """The console; `transport` routes its calls to the fleet (tests mount apps in process)."""
     settings = settings or Settings()
     metrics = Metrics()
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.settings = settings
-        app.state.fleet = Fleet(settings, transport=transport)
-        app.state.map = MapCache(Path(settings.map_cache_dir), settings.rom_path)
-        app.state.hub = hub = PositionHub(
-            max_clients=settings.max_clients, max_pending=settings.max_pending,
-            history_size=settings.history_size, metrics=metrics,
-        )  # fmt: skip
-        app.state.live = live_viewers(settings.max_live_clients, settings.send_timeout_seconds)
-        app.state.redis = _redis(settings.redis_url)
-        app.state.store = open_store(settings.store_url) if settings.store_url else None
-        tasks = [asyncio.create_task(asyncio.to_thread(app.state.map.get))]  # render early
-        if app.state.redis is not None:
-            tasks.append(
-                asyncio.create_task(hub.follow(app.state.redis, settings.positions_stream))
-            )
-        try:
-            yield
-        finally:
-            for task in tasks:
-                task.cancel()
-            await app.state.fleet.aclose()
-            if app.state.redis is not None:
-                await app.state.redis.aclose()
-
     app = create_service_app(
         name="console",
-        lifespan=lifespan,
+        lifespan=functools.partial(
+            lifespan, settings=settings, metrics=metrics, transport=transport
+        ),
         routers=[
             page.router,
             map.router,
@@ -72,7 +48,7 @@ def create_app(
             archive.router,
             judges.router,
             fleet.router,
-        ],
+        ],  # fmt: skip
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
@@ -83,6 +59,38 @@ def create_app(
     app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
     _add_upstream_handlers(app)
     return app
+
+
+@contextlib.asynccontextmanager
+async def lifespan(
+    app: FastAPI,
+    *,
+    settings: Settings,
+    metrics: Metrics,
+    transport: httpx.AsyncBaseTransport | None,
+) -> AsyncIterator[None]:
+    """The fleet's clients, the map, the position hub (following Redis), the live viewers."""
+    app.state.settings = settings
+    app.state.fleet = Fleet(settings, transport=transport)
+    app.state.map = MapCache(Path(settings.map_cache_dir), settings.rom_path)
+    app.state.hub = hub = PositionHub(
+        max_clients=settings.max_clients, max_pending=settings.max_pending,
+        history_size=settings.history_size, metrics=metrics,
+    )  # fmt: skip
+    app.state.live = live_viewers(settings.max_live_clients, settings.send_timeout_seconds)
+    app.state.redis = _redis(settings.redis_url)
+    app.state.store = open_store(settings.store_url) if settings.store_url else None
+    tasks = [asyncio.create_task(asyncio.to_thread(app.state.map.get))]  # render early
+    if app.state.redis is not None:
+        tasks.append(asyncio.create_task(hub.follow(app.state.redis, settings.positions_stream)))
+    try:
+        yield
+    finally:
+        for task in tasks:
+            task.cancel()
+        await app.state.fleet.aclose()
+        if app.state.redis is not None:
+            await app.state.redis.aclose()
 
 
 def _redis(url: str) -> Any:

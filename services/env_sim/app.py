@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -25,39 +26,9 @@ from koholint.web.scaffold import check_in_thread, create_service_app, service_f
 def create_app(settings: Settings | None = None, *, span_exporter: object = None) -> FastAPI:
     settings = settings or Settings()
     metrics = Metrics()
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        app.state.settings = settings
-        app.state.store = open_store(settings.store_url)
-        app.state.roms = RomRegistry(
-            configured=settings.rom_path,
-            upload_dir=Path(settings.rom_dir),
-            max_upload_bytes=settings.max_rom_bytes,
-        )
-        manager = SessionManager(
-            max_sessions=settings.max_sessions, ttl_seconds=settings.session_ttl_seconds,
-            workers=settings.workers, metrics=metrics,
-        )  # fmt: skip
-        if settings.redis_url:  # sessions' positions for the console, never stalling a step
-            manager.positions = process_position_publisher(
-                settings.redis_url, settings.positions_stream
-            )
-            manager.positions_every = settings.positions_every
-        app.state.sessions = manager
-        app.state.live = LiveStreams(
-            settings.max_live_clients, settings.max_live_fps, settings.live_send_timeout_seconds
-        )
-        evictor = asyncio.create_task(manager.evict_forever())
-        try:
-            yield
-        finally:
-            evictor.cancel()
-            manager.close()
-
     app = create_service_app(
         name="env-sim",
-        lifespan=lifespan,
+        lifespan=functools.partial(lifespan, settings=settings, metrics=metrics),
         routers=[sessions.router, live.router, roms.router],
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
@@ -69,12 +40,47 @@ def create_app(settings: Settings | None = None, *, span_exporter: object = None
             "SessionSettings": {"frame_skip": {"maximum": settings.max_frame_skip}},
         },
     )
-
-    @app.exception_handler(StoreError)
-    async def store_failed(request: Request, error: StoreError) -> JSONResponse:
-        return problem_response(503, "Object store failed", str(error), request.url.path)
-
+    app.add_exception_handler(StoreError, store_failed)  # type: ignore[arg-type]
     return app
+
+
+@contextlib.asynccontextmanager
+async def lifespan(app: FastAPI, *, settings: Settings, metrics: Metrics) -> AsyncIterator[None]:
+    """The store, the ROMs, the sessions (and their evictor), the live streams."""
+    app.state.settings = settings
+    app.state.store = open_store(settings.store_url)
+    app.state.roms = RomRegistry(
+        configured=settings.rom_path,
+        upload_dir=Path(settings.rom_dir),
+        max_upload_bytes=settings.max_rom_bytes,
+    )
+    app.state.sessions = manager = session_manager(settings, metrics)
+    app.state.live = LiveStreams(
+        settings.max_live_clients, settings.max_live_fps, settings.live_send_timeout_seconds
+    )
+    evictor = asyncio.create_task(manager.evict_forever())
+    try:
+        yield
+    finally:
+        evictor.cancel()
+        manager.close()
+
+
+def session_manager(settings: Settings, metrics: Metrics) -> SessionManager:
+    manager = SessionManager(
+        max_sessions=settings.max_sessions, ttl_seconds=settings.session_ttl_seconds,
+        workers=settings.workers, metrics=metrics,
+    )  # fmt: skip
+    if settings.redis_url:  # sessions' positions for the console, never stalling a step
+        manager.positions = process_position_publisher(
+            settings.redis_url, settings.positions_stream
+        )
+        manager.positions_every = settings.positions_every
+    return manager
+
+
+async def store_failed(request: Request, error: StoreError) -> JSONResponse:
+    return problem_response(503, "Object store failed", str(error), request.url.path)
 
 
 async def readiness(app: FastAPI) -> dict[str, str]:

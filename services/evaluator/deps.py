@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
-
 from evaluator.service import EvaluatorService
+from koholint.web.state import from_state
 
-
-async def get_service(request: Request) -> EvaluatorService:
-    return request.app.state.evaluator  # type: ignore[no-any-return]
-
-
-ServiceDep = Annotated[EvaluatorService, Depends(get_service)]
+ServiceDep = Annotated[EvaluatorService, from_state("evaluator")]

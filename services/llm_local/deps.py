@@ -7,17 +7,10 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from koholint.web.problems import UnavailableError
+from koholint.web.state import from_state
 from llm_local.config import Settings
 from llm_local.metrics import Metrics
 from llm_local.model import ChatModel
-
-
-async def get_settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
-
-
-async def get_metrics(request: Request) -> Metrics:
-    return request.app.state.metrics  # type: ignore[no-any-return]
 
 
 async def get_model(request: Request) -> ChatModel:
@@ -27,6 +20,6 @@ async def get_model(request: Request) -> ChatModel:
     return model  # type: ignore[no-any-return]
 
 
-SettingsDep = Annotated[Settings, Depends(get_settings)]
-MetricsDep = Annotated[Metrics, Depends(get_metrics)]
+SettingsDep = Annotated[Settings, from_state("settings")]
+MetricsDep = Annotated[Metrics, from_state("metrics")]
 ModelDep = Annotated[ChatModel, Depends(get_model)]

@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
-
+from koholint.web.state import from_state
 from planner.service import Planner
 
-
-async def get_planner(request: Request) -> Planner:
-    return request.app.state.planner  # type: ignore[no-any-return]
-
-
-PlannerDep = Annotated[Planner, Depends(get_planner)]
+PlannerDep = Annotated[Planner, from_state("planner")]

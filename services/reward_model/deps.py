@@ -4,13 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Depends, Request
-
+from koholint.web.state import from_state
 from reward_model.service import RewardModelService
 
-
-async def get_service(request: Request) -> RewardModelService:
-    return request.app.state.service  # type: ignore[no-any-return]
-
-
-ServiceDep = Annotated[RewardModelService, Depends(get_service)]
+ServiceDep = Annotated[RewardModelService, from_state("service")]
