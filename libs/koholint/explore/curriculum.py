@@ -35,9 +35,11 @@ from typing import Any, Protocol, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 
 from koholint.env.zelda import ZeldaEnv, progress_level
 from koholint.game.ram import GameplayType, MotionState
+from koholint.schemas.fields import JsonFloat, JsonInt
 
 MAX_DEMO_STATES = 100_000
 _WORLD = int(GameplayType.WORLD)
@@ -77,6 +79,31 @@ class CurriculumSource(Protocol):
     def swarm_level(self) -> int: ...
 
 
+SUCCESS_WINDOW = 20
+"""episodes from the current start its success share is measured over"""
+
+
+class CurriculumSettings(BaseModel):
+    """How the curriculum moves, declared once (the trainer's `curriculum` settings extend it)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    threshold: JsonFloat = Field(0.2, gt=0, le=1)
+    """the start moves earlier when this share of its last 20 episodes won"""
+    move_by: JsonInt = Field(16, ge=1, le=1_000_000)
+    """steps of the trajectory the start moves earlier each time"""
+    swarm_share: JsonFloat = Field(0.0, ge=0, lt=1)
+    """share of episodes that start at the best progress level any env reached"""
+    passes: JsonInt = Field(1, ge=1, le=100)
+    """walks of the route from the end; a new one starts when the policy wins from the
+    beginning (threshold), until this many were made"""
+    review_share: JsonFloat = Field(0.0, ge=0, lt=1)
+    """share of episodes that start at a random trajectory state later than the current
+    start (the route already learned, practised again so it is not forgotten)"""
+    time_factor: JsonFloat = Field(2.0, gt=0, le=100)
+    """an episode from demo step s may take this times (length - s), plus 64, steps"""
+
+
 class LocalCurriculum:
     """The curriculum's shared state in this process (see the module docstring).
 
@@ -88,14 +115,9 @@ class LocalCurriculum:
         self,
         demo: Sequence[DemoState],
         demo_length: int,
+        settings: CurriculumSettings | None = None,
         *,
-        threshold: float = 0.2,
-        window: int = 20,
-        move_by: int = 1,
-        swarm_share: float = 0.0,
-        review_share: float = 0.0,
-        passes: int = 1,
-        time_factor: float = 2.0,
+        window: int = SUCCESS_WINDOW,
         slack: int = 64,
         max_episode_steps: int = 4096,
     ) -> None:
@@ -103,26 +125,21 @@ class LocalCurriculum:
             raise ValueError(f"demo needs 1..{MAX_DEMO_STATES} states, got {len(demo)}")
         if any(b.step <= a.step for a, b in zip(demo, demo[1:], strict=False)):
             raise ValueError("demo states must be in trajectory order (increasing steps)")
-        if not 0.0 < threshold <= 1.0 or window < 1 or move_by < 1 or passes < 1:
-            raise ValueError(
-                f"threshold {threshold} must be in (0, 1], window {window}, move_by {move_by} "
-                f"and passes {passes} >= 1"
-            )
-        if not 0.0 <= swarm_share < 1.0 or not 0.0 <= review_share < 1.0:
-            raise ValueError(
-                f"swarm_share {swarm_share} and review_share {review_share}: use 0 <= share < 1"
-            )
+        if window < 1:
+            raise ValueError(f"window {window}: use >= 1 episodes")
+        settings = settings or CurriculumSettings()
+        self.settings = settings
         self.demo = list(demo)
         self.demo_length = demo_length
-        self.threshold, self.window, self.move_by = threshold, window, move_by
-        self.swarm_share, self.review_share = swarm_share, review_share
-        self.time_factor, self.slack = time_factor, slack
+        self.threshold, self.window, self.move_by = settings.threshold, window, settings.move_by
+        self.swarm_share, self.review_share = settings.swarm_share, settings.review_share
+        self.time_factor, self.slack = settings.time_factor, slack
         self.max_episode_steps = max_episode_steps
         self.position = len(self.demo) - 1
         """index into `demo` of the current start; -1 = the env's own start (done)"""
-        self.passes, self.pass_number = passes, 1
+        self.passes, self.pass_number = settings.passes, 1
         self._results: deque[bool] = deque(maxlen=window)
-        self._wins_to_move = math.ceil(threshold * window - 1e-9)
+        self._wins_to_move = math.ceil(settings.threshold * window - 1e-9)
         self._swarm: tuple[int, bytes] | None = None
         self.moves: list[int] = []
         """the demo step of every start the curriculum moved to, in order"""

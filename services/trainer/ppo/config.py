@@ -30,6 +30,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from koholint.explore.curriculum import CurriculumSettings
 from koholint.schemas.env import EnvSettings
 from koholint.schemas.fields import JsonFloat, JsonInt, Seed
 from koholint.schemas.reward_model import VERSION_PATTERN
@@ -62,25 +63,11 @@ class _Group(BaseModel):
     model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
 
-class Curriculum(_Group):
+class Curriculum(CurriculumSettings):
     """Robustify (phase 2): episodes start on the winning trajectory, moving earlier as they win."""
 
     trajectory: str = Field("", max_length=4096)
     """the winning actions, one byte each (win.actions from koholint explore)"""
-    threshold: JsonFloat = Field(0.2, gt=0, le=1)
-    """the start moves earlier when this share of its last 20 episodes won"""
-    move_by: JsonInt = Field(16, ge=1, le=1_000_000)
-    """steps of the trajectory the start moves earlier each time"""
-    swarm_share: JsonFloat = Field(0.0, ge=0, lt=1)
-    """share of episodes that start at the best progress level any env reached"""
-    passes: JsonInt = Field(1, ge=1, le=100)
-    """walks of the route from the end; a new one starts when the policy wins from the
-    beginning (threshold), until this many were made"""
-    review_share: JsonFloat = Field(0.0, ge=0, lt=1)
-    """share of episodes that start at a random trajectory state later than the current
-    start (the route already learned, practised again so it is not forgotten)"""
-    time_factor: JsonFloat = Field(2.0, gt=0, le=100)
-    """an episode from demo step s may take this times (length - s), plus 64, steps"""
     end_on_death: bool = True
     """an episode ends when Link passes out (he respawns outside the dungeon)"""
 

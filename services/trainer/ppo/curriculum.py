@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from koholint.explore.curriculum import LocalCurriculum, Start
+from koholint.explore.curriculum import SUCCESS_WINDOW, LocalCurriculum, Start
 from koholint.explore.trajectory import winning_demo
 
 if TYPE_CHECKING:
@@ -35,8 +35,6 @@ logger = logging.getLogger(__name__)
 
 DEMO_STATE_EVERY = 8
 """a start state every this many steps of the trajectory"""
-SUCCESS_WINDOW = 20
-"""episodes from the current start its success share is measured over"""
 
 
 def read_trajectory(path: str) -> bytes:
@@ -66,11 +64,8 @@ def build_curriculum(
     actions = read_trajectory(settings.trajectory)
     demo = winning_demo(actions, every=every)
     return LocalCurriculum(
-        demo, len(actions), threshold=settings.threshold, window=window,
-        move_by=settings.move_by, swarm_share=settings.swarm_share,
-        review_share=settings.review_share, passes=settings.passes,
-        time_factor=settings.time_factor, max_episode_steps=max_episode_steps,
-    )  # fmt: skip
+        demo, len(actions), settings, window=window, max_episode_steps=max_episode_steps
+    )
 
 
 @ray.remote(num_cpus=0)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
 from koholint.env.zelda import Action, ZeldaEnv, progress_level
 from koholint.explore.curriculum import (
+    CurriculumSettings,
     CurriculumWrapper,
     DemoState,
     LocalCurriculum,
@@ -22,8 +24,16 @@ WIN_DIRECTORY = Path(__file__).parents[5] / "benchmarks" / "results" / "win"
 DEMO = [DemoState(step, f"state-{step}".encode()) for step in (0, 8, 16, 24, 32)]
 
 
+def curriculum_over(
+    demo: list[DemoState], demo_length: int, *, window: int = 20, slack: int = 64, **settings: Any
+) -> LocalCurriculum:
+    """A curriculum that moves one demo state at a time unless told otherwise."""
+    chosen = CurriculumSettings(**{"move_by": 1, **settings})
+    return LocalCurriculum(demo, demo_length, chosen, window=window, slack=slack)
+
+
 def test_the_start_moves_earlier_as_soon_as_enough_episodes_win():
-    curriculum = LocalCurriculum(DEMO, 40, threshold=0.5, window=4, move_by=8)
+    curriculum = curriculum_over(DEMO, 40, threshold=0.5, window=4, move_by=8)
     start = curriculum.start(seed=0)
     assert (start.state, start.step) == (b"state-32", 32)
     assert start.budget == 2 * (40 - 32) + 64  # time_factor x what the demo took, plus slack
@@ -52,7 +62,7 @@ def test_moving_early_decides_as_a_full_window_would(threshold, window):
     rng = np.random.default_rng(0)
     for _ in range(300):
         outcomes = rng.random(window) < rng.uniform(0.0, 0.6)
-        curriculum = LocalCurriculum(DEMO, 40, threshold=threshold, window=window)
+        curriculum = curriculum_over(DEMO, 40, threshold=threshold, window=window)
         for won in outcomes:
             curriculum.report(curriculum.start_step, bool(won))
             if curriculum.start_step != 32:
@@ -61,31 +71,31 @@ def test_moving_early_decides_as_a_full_window_would(threshold, window):
 
 
 def test_the_position_survives_a_checkpoint():
-    curriculum = LocalCurriculum(DEMO, 40, threshold=0.5, window=4, move_by=8)
+    curriculum = curriculum_over(DEMO, 40, threshold=0.5, window=4, move_by=8)
     for won in (True, True, False, True):
         curriculum.report(curriculum.start_step, won)
     saved = json.loads(json.dumps(curriculum.state()))
-    restored = LocalCurriculum(DEMO, 40, threshold=0.5, window=4, move_by=8)
+    restored = curriculum_over(DEMO, 40, threshold=0.5, window=4, move_by=8)
     restored.restore(saved)
     assert (restored.start_step, restored.moves) == (24, [24])
     assert restored.success_rate() == curriculum.success_rate() == 0.5
     restored.report(24, True)  # the saved win and this one: the next move
     assert restored.start_step == 16
     with pytest.raises(ValueError, match="another trajectory"):
-        LocalCurriculum(DEMO[:4], 32).restore(saved)
+        curriculum_over(DEMO[:4], 32).restore(saved)
     with pytest.raises(ValueError, match="position 9"):
-        LocalCurriculum(DEMO, 40).restore({**saved, "position": 9})
+        curriculum_over(DEMO, 40).restore({**saved, "position": 9})
 
 
 def test_a_low_success_rate_keeps_the_start():
-    curriculum = LocalCurriculum(DEMO, 40, threshold=0.2, window=10)
+    curriculum = curriculum_over(DEMO, 40, threshold=0.2, window=10)
     for index in range(30):
         curriculum.report(32, index % 10 == 0)  # 10%
     assert curriculum.start_step == 32
 
 
 def test_swarming_sends_a_share_of_episodes_to_the_best_level():
-    curriculum = LocalCurriculum(DEMO, 40, swarm_share=0.25)
+    curriculum = curriculum_over(DEMO, 40, swarm_share=0.25)
     assert curriculum.swarm_level() == -1
     curriculum.offer(2, b"level-2")
     curriculum.offer(1, b"level-1")  # lower: ignored
@@ -97,7 +107,7 @@ def test_swarming_sends_a_share_of_episodes_to_the_best_level():
 
 
 def test_review_starts_a_share_of_episodes_on_the_route_already_learned():
-    curriculum = LocalCurriculum(DEMO, 40, threshold=0.5, window=2, review_share=0.5)
+    curriculum = curriculum_over(DEMO, 40, threshold=0.5, window=2, review_share=0.5)
     assert {curriculum.start(seed).step for seed in range(50)} == {32}  # nothing learned yet
     curriculum.report(32, True)
     curriculum.report(32, True)
@@ -121,7 +131,7 @@ def test_review_starts_a_share_of_episodes_on_the_route_already_learned():
 
 
 def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
-    curriculum = LocalCurriculum(DEMO, 40, threshold=1.0, window=2, passes=2)
+    curriculum = curriculum_over(DEMO, 40, threshold=1.0, window=2, passes=2)
     for _ in range(5 * 2):  # 32 -> 24 -> 16 -> 8 -> 0 -> the env's own start
         curriculum.report(curriculum.start_step, True)
     assert (curriculum.position, curriculum.pass_number) == (-1, 1)
@@ -133,7 +143,7 @@ def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
         curriculum.report(curriculum.start_step, True)
     assert (curriculum.position, curriculum.pass_number) == (-1, 2)
     assert curriculum.moves == [24, 16, 8, 0, 0, 32, 24, 16, 8, 0, 0]
-    restored = LocalCurriculum(DEMO, 40, threshold=1.0, window=2, passes=2)
+    restored = curriculum_over(DEMO, 40, threshold=1.0, window=2, passes=2)
     restored.restore(saved)
     assert (restored.start_step, restored.pass_number) == (32, 2)
 
@@ -151,7 +161,7 @@ def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
 )
 def test_bad_settings_name_the_fix(settings, message):
     with pytest.raises(ValueError, match=message):
-        LocalCurriculum(**settings)
+        curriculum_over(**settings)
 
 
 def test_episodes_start_on_the_demo_and_report_back():
@@ -162,7 +172,7 @@ def test_episodes_start_on_the_demo_and_report_back():
     demo = demo_states(trajectory, walker, every=8)
     assert [state.step for state in demo] == [0, 8, 16]
     walker.close()
-    curriculum = LocalCurriculum(demo, len(trajectory), window=1, threshold=1.0, slack=2)
+    curriculum = curriculum_over(demo, len(trajectory), window=1, threshold=1.0, slack=2)
     env = CurriculumWrapper(ZeldaEnv(info_state=False), curriculum)
     _, info = env.reset(seed=0)
     assert info["curriculum"]["start_step"] == 16
@@ -190,7 +200,7 @@ def test_the_credits_are_never_offered_to_the_swarm():
     walker = ZeldaEnv(info_state=False)
     demo = demo_states(bytes([Action.NOOP] * 9), walker, every=8)
     walker.close()
-    curriculum = LocalCurriculum(demo, 9)
+    curriculum = curriculum_over(demo, 9)
     env = CurriculumWrapper(ZeldaEnv(info_state=False), curriculum)
     env.reset(seed=0)
     zelda = env.unwrapped
@@ -207,7 +217,7 @@ def _pass_out_run(end_on_death: bool) -> tuple[int, bool, LocalCurriculum]:
     where Link passes out within a few hundred steps, until the episode ends."""
     actions = (WIN_DIRECTORY / "explore-seed0.actions").read_bytes()
     demo = [state for state in winning_demo(actions, every=8) if state.step == 768]
-    curriculum = LocalCurriculum(demo, len(actions), window=1, threshold=1.0)
+    curriculum = curriculum_over(demo, len(actions), window=1, threshold=1.0)
     env = CurriculumWrapper(ZeldaEnv(info_state=False), curriculum, end_on_death=end_on_death)
     env.reset(seed=0)
     rng = np.random.default_rng(0)
