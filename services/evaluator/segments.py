@@ -12,11 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from koholint.game.ram import InventoryItem
-from koholint.schemas.evaluator import SEGMENT_PREFIX_PATTERN, SegmentFacts
+from koholint.reward.truth import sample_states
+from koholint.schemas.evaluator import SEGMENT_PREFIX_PATTERN, SegmentFacts, StateFacts
 from koholint.store import ChecksumMismatchError, ObjectNotFoundError, ObjectStore, StoreError
 
 KNOWN_EXPORT_VERSIONS = (1, 2)
@@ -48,6 +49,8 @@ class LoadedSegment:
     facts: SegmentFacts
     key_frames: list[tuple[int, bytes]]  # (step t, PNG)
     load_ms: float = 0.0
+    states: list[StateFacts] = field(default_factory=list)
+    """every `state_stride`-th step's progress facts and the last's: what the judges compare"""
 
 
 def parse_prefix(prefix: str) -> SegmentRef:
@@ -68,6 +71,7 @@ def load_segment(
     max_key_frames: int = 6,
     max_steps: int = 4096,
     max_bytes: int = 64 * 1024 * 1024,
+    state_stride: int = 16,
 ) -> LoadedSegment:
     """The verified segment, or SegmentRejectedError naming why it cannot be scored."""
     ref = parse_prefix(prefix)
@@ -93,7 +97,17 @@ def load_segment(
         manifest_sha256=hashlib.sha256(raw_manifest).hexdigest(),
         facts=facts,
         key_frames=select_key_frames(steps, frames, max_key_frames),
+        states=_states(ref, steps, state_stride),
     )
+
+
+def _states(ref: SegmentRef, steps: list[dict[str, Any]], stride: int) -> list[StateFacts]:
+    try:
+        return sample_states(steps, stride)
+    except (KeyError, TypeError, ValueError) as error:
+        raise SegmentRejectedError(
+            f"{ref.prefix}: a step's state has no progress facts: {error}"
+        ) from None
 
 
 def _get(store: ObjectStore, key: str, what: str) -> bytes:
