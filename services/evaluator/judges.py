@@ -293,8 +293,9 @@ class NoisyJudges(RulesJudges):
     """The rules' answers, right with probability `accuracy` and wrong otherwise: a judge of
     known quality. The error is drawn once per question (seeded by `seed`, the judge and the
     question), not per sample, so the M answers agree and the judge's accuracy is `accuracy`
-    whatever M. A wrong comparison picks one of the two other answers; a wrong verdict is a
-    random score and label."""
+    whatever M. A wrong comparison is the opposite order (one of the two orders for a tie), so
+    over the pairs with a truth the judge decides every one and is right on a share p; a
+    wrong verdict is a random score and label."""
 
     name = "noisy"
 
@@ -327,7 +328,7 @@ class NoisyJudges(RulesJudges):
         draw = self._draw(f"{judge}\x00{question}")
         if draw.random() < self.accuracy:
             return truth
-        return draw.choice([vote for vote in (1, 0, -1) if vote != truth])
+        return -truth if truth else draw.choice((1, -1))
 
 
 def _activity(facts: SegmentFacts) -> Label:
