@@ -69,7 +69,7 @@ def test_records_carry_sampled_states_accuracies_and_the_batch_comparisons(local
     comparisons = comparisons_of(local_store, records)
     states = SEGMENTS * len(record.states)
     assert len(comparisons.pairs) == min(states * (states - 1) // 2, 4096)
-    assert comparisons.scores_key in {key for key in local_store.list(f"scores/{RUN}/batches/")}
+    assert comparisons.scores_key in set(local_store.list(f"scores/{RUN}/batches/"))
     assert {entry.judge for entry in record.judge_accuracy} == {"state", "progress"}
     for entry in record.judge_accuracy:  # the rules are the ground truth
         assert (entry.accuracy, entry.measured, entry.votes) == (1.0, True, True)
@@ -91,7 +91,8 @@ def test_a_noisy_judge_right_every_time_gives_the_rules_preferences(local_store,
     _, _, noisy = evaluate(noisy_store, NoisyJudges(1.0, seed=7))
     expected, found = comparisons_of(local_store, rules), comparisons_of(noisy_store, noisy)
     assert found.pairs == expected.pairs
-    assert found.votes == expected.votes and found.preferred == expected.preferred
+    assert found.votes == expected.votes
+    assert found.preferred == expected.preferred
     assert [(r.label, r.score) for r in noisy] == [(r.label, r.score) for r in rules]
     assert {r.backend for r in noisy} == {"noisy"}
 
@@ -103,7 +104,8 @@ def test_a_noisy_judge_at_chance_is_excluded_and_its_segments_get_no_score(local
     for seed in range(8):
         evaluator, _, records = evaluate(local_store, NoisyJudges(0.5, seed=seed), seed=seed)
         for entry in records[0].judge_accuracy:
-            assert entry.measured and entry.pairs >= 1000
+            assert entry.measured
+            assert entry.pairs >= 1000
             assert entry.accuracy == pytest.approx(0.5, abs=0.05)
             assert entry.votes is (entry.lower_bound > 0.5)
             kept += entry.votes
@@ -113,7 +115,8 @@ def test_a_noisy_judge_at_chance_is_excluded_and_its_segments_get_no_score(local
             gauge = evaluator.metrics.registry.get_sample_value
             assert gauge("evaluator_judge_votes", {"judge": "progress"}) == 0
             unscored += 1
-    assert kept <= 1 and unscored >= 7
+    assert kept <= 1
+    assert unscored >= 7
 
 
 def test_a_noisy_judge_of_known_accuracy_is_measured_at_that_accuracy(local_store):
@@ -138,7 +141,8 @@ class RandomStateJudge(RulesJudges):
 def test_a_judge_answering_at_random_gets_no_vote_and_the_ensemble_follows_the_others(local_store):
     _, _, records = evaluate(local_store, RandomStateJudge())
     accuracy = {entry.judge: entry for entry in records[0].judge_accuracy}
-    assert not accuracy["state"].votes and accuracy["progress"].votes
+    assert not accuracy["state"].votes
+    assert accuracy["progress"].votes
     comparisons = comparisons_of(local_store, records)
     assert comparisons.preferred == comparisons.votes["progress"] == comparisons.truth
     for record in records:  # the segment scores are the progress judge's alone
