@@ -88,7 +88,7 @@ def judge_accuracy(
     lower = wilson_lower_bound(correct, decided)
     measured = decided >= min_pairs
     return JudgeAccuracy(
-        judge=judge, pairs=decided, correct=correct, undecided=undecided,  # type: ignore[arg-type]
+        judge=judge, pairs=decided, correct=correct, undecided=undecided,
         accuracy=round(correct / decided, 6) if decided else None,
         lower_bound=None if lower is None else round(lower, 6), measured=measured,
         votes=not measured or (lower is not None and lower > 0.5),
