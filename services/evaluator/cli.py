@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from koholint.schemas.evaluator import JUDGES, LABELS
+from koholint.schemas.evaluator import JUDGE_BACKENDS, JUDGES, LABELS
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -74,11 +74,35 @@ def _summary(status: Any, records: list[Any], started: float) -> None:
         scores = [j.score for j in results if j.score is not None]
         mean = f"{statistics.fmean(scores):.2f}" if scores else "-"
         print(f"{judge:<14}{len(scores):>9}{len(results) - len(scores):>10}{mean:>12}")
+    _accuracy_table(records)
     for failure in status.failures[:10]:
         print(f"  {failure.outcome}: {failure.prefix}: {failure.reason}")
 
 
-EVALUATE_FLAGS = ("backend", "store_url", "llm_base_url", "samples", "redis_url", "batch_size")
+def _accuracy_table(records: list[Any]) -> None:
+    """Each judge's agreement with the RAM ground truth, summed over the run's batches."""
+    batches = {r.comparisons_key: r.judge_accuracy for r in records if r.comparisons_key}
+    if not batches:
+        return
+    print(f"{'judge':<14}{'pairs':>9}{'accuracy':>10}{'no vote in':>12}  (vs RAM progress)")
+    for judge in JUDGES:
+        entries = [e for accuracy in batches.values() for e in accuracy if e.judge == judge]
+        if entries:
+            pairs, correct = sum(e.pairs for e in entries), sum(e.correct for e in entries)
+            share = f"{correct / pairs:.3f}" if pairs else "-"
+            excluded = sum(not e.votes for e in entries)
+            print(f"{judge:<14}{pairs:>9}{share:>10}{f'{excluded}/{len(entries)}':>12}")
+
+
+EVALUATE_FLAGS = (
+    "backend",
+    "store_url",
+    "llm_base_url",
+    "samples",
+    "redis_url",
+    "batch_size",
+    "noisy_accuracy",
+)
 
 
 def register(commands: argparse._SubParsersAction) -> None:
@@ -87,8 +111,11 @@ def register(commands: argparse._SubParsersAction) -> None:
         "evaluate", help="score a run's stored segments with the judge ensemble"
     )
     evaluate.add_argument("--run", required=True, help="the run whose segments to score")
-    evaluate.add_argument("--backend", choices=("rules", "local", "llm-d"),
-                          help="judges: rules (default, no server), local (llm-local), llm-d")  # fmt: skip
+    evaluate.add_argument("--backend", choices=JUDGE_BACKENDS,
+                          help="judges: rules (default, no server), noisy (the rules right with "
+                               "probability --noisy-accuracy), local (llm-local), llm-d")  # fmt: skip
+    evaluate.add_argument("--noisy-accuracy", type=float,
+                          help="noisy backend: probability an answer is right (default 0.8)")  # fmt: skip
     evaluate.add_argument(
         "--store", dest="store_url", help="object store URL (path, file://, s3://)"
     )

@@ -6,6 +6,8 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from koholint.planning.settings import LlmBackendSettings
+from koholint.reward.truth import MIN_MEASURED_PAIRS
+from koholint.schemas.evaluator import JUDGE_BACKENDS
 from koholint.settings import (
     ConsumerSettings,
     RedisSettings,
@@ -26,6 +28,7 @@ class Settings(
     ControlAccess,
 ):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_EVALUATOR_", extra="ignore")
+    known_backends = JUDGE_BACKENDS
     service_defaults = {"group": "evaluator", "max_body_bytes": 256 * 1024, "llm_timeout_s": 60.0}
 
     samples: int = Field(3, ge=1, le=9, description="M: answers per judge, each with its own seed")
@@ -43,3 +46,23 @@ class Settings(
     max_job_segments: int = Field(10_000, ge=1, description="segments per evaluation job at most")
     max_running_jobs: int = Field(2, ge=1, le=64)
     max_jobs_kept: int = Field(256, ge=1, le=100_000)
+    noisy_accuracy: float = Field(
+        0.8, ge=0, le=1, description="noisy backend: probability each answer is the ground truth"
+    )
+    state_stride: int = Field(
+        16, ge=1, le=4096, description="states compared: every k-th step of a segment and its last"
+    )
+    state_pairs: int = Field(
+        0, ge=0, le=1_000_000,
+        description="state pairs compared per batch and run; 0: 16384 for rules/noisy, 256 for LLMs",
+    )  # fmt: skip
+    min_measured_pairs: int = Field(
+        MIN_MEASURED_PAIRS, ge=1, le=1_000_000,
+        description="pairs with a truth a judge must decide before it can lose its vote",
+    )  # fmt: skip
+
+    def comparisons_per_batch(self) -> int:
+        """`state_pairs`, or the backend's default: cheap for the rules, a request each for LLMs."""
+        if self.state_pairs:
+            return self.state_pairs
+        return 16_384 if self.backend in ("rules", "noisy") else 256

@@ -10,6 +10,13 @@ model). A backend answers one sample of one judge with one seed:
   vision judge abstain, and the record says so.
 - ``RulesJudges`` is the embedded default: deterministic rules over the RAM facts, named
   ``rules`` wherever a model name would go. It reads no frames: its vision judge abstains.
+- ``NoisyJudges`` (``noisy``) answers like the rules with probability ``accuracy`` and
+  otherwise wrongly, seeded per question: a judge of known quality, to measure what a judge's
+  accuracy does to the loop.
+
+Besides scoring segments, the text judges compare two *states* (``compare``): which one is
+further along toward the win. Their answers are measured against the RAM ground truth
+(``koholint.reward.truth``); ``evaluator.comparisons`` asks, votes and measures.
 
 The vote: a judge's verdict is the majority label of its valid answers (a tie goes to the
 label answered first, in seed order) and their median score; it abstains when none is valid.
@@ -21,11 +28,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import random
 import statistics
 import time
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any, Protocol
+from collections.abc import Collection, Sequence
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from evaluator.segments import LoadedSegment
 from koholint.llm.client import (
@@ -37,9 +47,11 @@ from koholint.llm.client import (
     RetryPolicy,
     RouteSettings,
 )
+from koholint.reward.truth import further_along
 from koholint.schemas.evaluator import (
     JUDGE_ROUTES,
     JUDGES,
+    LABELS,
     MAX_EVENT_CHARS,
     MAX_EVENTS,
     MAX_RATIONALE_CHARS,
@@ -48,6 +60,7 @@ from koholint.schemas.evaluator import (
     Label,
     SampleAnswer,
     SegmentFacts,
+    StateFacts,
     Verdict,
 )
 
@@ -77,8 +90,16 @@ VISION_QUESTION = (
 )
 IMAGE_BUDGET_CHARS = MAX_PROMPT_CHARS * 3 // 4
 """Base64 frames in one vision prompt at most (the rest of the prompt fits in the remainder)."""
+COMPARE_QUESTION = (
+    "Goals in order: {objectives}.\nTwo moments of the same game follow. Which is further along "
+    "toward winning? Answer further: first, second or same, and a one-line rationale."
+)
+COMPARING_JUDGES = ("progress", "state")
+"""The judges asked to compare states (from text: the vision judge does not compare)."""
 PROMPT_HASH = hashlib.sha256(
-    "\x00".join((SYSTEM_PROMPT, STATE_QUESTION, PROGRESS_QUESTION, VISION_QUESTION)).encode()
+    "\x00".join(
+        (SYSTEM_PROMPT, STATE_QUESTION, PROGRESS_QUESTION, VISION_QUESTION, COMPARE_QUESTION)
+    ).encode()
 ).hexdigest()[:16]
 """Changes whenever a prompt template changes (part of the judge config hash)."""
 
@@ -98,6 +119,34 @@ def facts_text(facts: SegmentFacts) -> str:
         f"instrument taken: {'yes' if facts.instrument_taken else 'no'}; "
         f"won: {'yes' if facts.won else 'no'}",
     ))  # fmt: skip
+
+
+class StateChoice(BaseModel):
+    """A judge's answer to "which state is further along" (sent as the json_schema)."""
+
+    model_config = ConfigDict(extra="forbid")
+    further: Literal["first", "second", "same"]
+    rationale: str = Field(max_length=MAX_RATIONALE_CHARS, description="one line: why")
+
+
+CHOICE_VOTES = {"first": 1, "second": -1, "same": 0}
+
+
+def state_text(state: StateFacts) -> str:
+    """One sampled state as the lines a text judge reads (not its progress level: that is
+    the ground truth the judge is measured against)."""
+    return (
+        f"room {state.room}; rooms visited so far: {state.rooms}; items: "
+        f"{', '.join(state.items) or 'none'}; small keys: {state.keys}; health: {state.health}; "
+        f"instrument: {'yes' if state.has_instrument else 'no'}; credits: {'yes' if state.won else 'no'}"
+    )
+
+
+def compare_messages(first: StateFacts, second: StateFacts) -> list[dict[str, Any]]:
+    """The chat messages that ask a text judge which of two states is further along."""
+    question = COMPARE_QUESTION.format(objectives="; ".join(OBJECTIVES))
+    user = f"{question}\nfirst: {state_text(first)}\nsecond: {state_text(second)}"
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
 def judge_messages(judge: str, segment: LoadedSegment) -> list[dict[str, Any]]:
@@ -135,6 +184,13 @@ class JudgeBackend(Protocol):
         ...
 
     def answer(self, judge: str, segment: LoadedSegment, seed: int) -> SampleAnswer: ...
+
+    def compare(
+        self, judge: str, first: StateFacts, second: StateFacts, seed: int, question: str
+    ) -> int:
+        """+1: `first` is further along, -1: `second` is, 0: the same or no valid answer.
+        `question` names the pair (the noisy backend seeds its error with it)."""
+        ...
 
     def close(self) -> None: ...
 
@@ -179,6 +235,17 @@ class LlmJudges:
             attempts=result.record.attempts,
         )  # fmt: skip
 
+    def compare(
+        self, judge: str, first: StateFacts, second: StateFacts, seed: int, question: str
+    ) -> int:
+        try:
+            result = self.client.ask(
+                JUDGE_ROUTES[judge], compare_messages(first, second), StateChoice, seed=seed
+            )
+        except (LlmRejectedError, CircuitOpenError, LlmUnavailableError, ValueError):
+            return 0  # no answer decides nothing; the segment scores carry the outage
+        return CHOICE_VOTES[result.value.further]
+
     def close(self) -> None:
         self.client.close()
 
@@ -213,8 +280,55 @@ class RulesJudges:
             seed=seed, outcome="valid", verdict=rule(segment.facts), latency_ms=_since(started)
         )
 
+    def compare(
+        self, judge: str, first: StateFacts, second: StateFacts, seed: int, question: str
+    ) -> int:
+        return further_along(first, second)
+
     def close(self) -> None:
         return None
+
+
+class NoisyJudges(RulesJudges):
+    """The rules' answers, right with probability `accuracy` and wrong otherwise: a judge of
+    known quality. The error is drawn once per question (seeded by `seed`, the judge and the
+    question), not per sample, so the M answers agree and the judge's accuracy is `accuracy`
+    whatever M. A wrong comparison is the opposite order (one of the two orders for a tie), so
+    over the pairs with a truth the judge decides every one and is right on a share p; a
+    wrong verdict is a random score and label."""
+
+    name = "noisy"
+
+    def __init__(self, accuracy: float, seed: int = 0) -> None:
+        if not 0.0 <= accuracy <= 1.0:
+            raise ValueError(f"noisy accuracy {accuracy} must be within [0, 1]")
+        self.accuracy, self.seed = accuracy, seed
+
+    def models(self) -> dict[str, str]:
+        model = f"noisy-{self.accuracy:g}"
+        return {"state": model, "progress": model}
+
+    def _draw(self, question: str) -> random.Random:
+        digest = hashlib.sha256(f"{self.seed}\x00{question}".encode()).digest()
+        return random.Random(int.from_bytes(digest[:8], "big"))
+
+    def answer(self, judge: str, segment: LoadedSegment, seed: int) -> SampleAnswer:
+        sample = super().answer(judge, segment, seed)
+        draw = self._draw(f"{judge}\x00{segment.ref.prefix}")
+        if draw.random() < self.accuracy or sample.verdict is None:
+            return sample
+        wrong = Verdict(score=draw.randint(0, 10), label=draw.choice(LABELS), events=[],
+                        rationale="noisy judge: a random verdict")  # fmt: skip
+        return sample.model_copy(update={"verdict": wrong})
+
+    def compare(
+        self, judge: str, first: StateFacts, second: StateFacts, seed: int, question: str
+    ) -> int:
+        truth = further_along(first, second)
+        draw = self._draw(f"{judge}\x00{question}")
+        if draw.random() < self.accuracy:
+            return truth
+        return -truth if truth else draw.choice((1, -1))
 
 
 def _activity(facts: SegmentFacts) -> Label:
@@ -323,11 +437,14 @@ def abstained(judge: str, model: str, reason: AbstainReason, detail: str) -> Jud
     )  # fmt: skip
 
 
-def ensemble_vote(results: Sequence[JudgeResult]) -> tuple[Label | None, float | None]:
+def ensemble_vote(
+    results: Sequence[JudgeResult], excluded: Collection[str] = ()
+) -> tuple[Label | None, float | None]:
     """Majority label over the judges that voted (ties: the judge first in JUDGES) and the
-    mean of their scores; (None, None) when every judge abstained."""
+    mean of their scores; (None, None) when every judge abstained. `excluded` judges (no
+    better than chance against the RAM ground truth) have no vote."""
     voters = sorted(
-        (result for result in results if not result.abstained),
+        (result for result in results if not result.abstained and result.judge not in excluded),
         key=lambda result: JUDGES.index(result.judge),
     )
     if not voters:
@@ -366,13 +483,18 @@ def make_judges(
     attempts: int = 4,
     max_tokens: int = 256,
     temperature: float | None = None,
+    noisy_accuracy: float = 0.8,
+    seed: int = 0,
 ) -> JudgeBackend:
-    """`rules`; `local` (llm-local, SmolLM2 on the text routes); `llm-d` (the gateway, a model
-    name per judge in `models`)."""
+    """`rules`; `noisy` (the rules right with probability `noisy_accuracy`); `local`
+    (llm-local, SmolLM2 on the text routes); `llm-d` (the gateway, a model name per judge in
+    `models`)."""
     from koholint.planning.backends import LOCAL_MODEL
 
     if backend == "rules":
         return RulesJudges()
+    if backend == "noisy":
+        return NoisyJudges(noisy_accuracy, seed)
     if backend == "local":
         base_url = base_url or "http://127.0.0.1:8090"
         models = {"state": LOCAL_MODEL, "progress": LOCAL_MODEL}
@@ -380,7 +502,7 @@ def make_judges(
         # the M answers differ and stays reproducible through the seeds.
         temperature = 0.7 if temperature is None else temperature
     elif backend != "llm-d":
-        raise ValueError(f"backend {backend!r} is unknown; use rules, local or llm-d")
+        raise ValueError(f"backend {backend!r} is unknown; use rules, noisy, local or llm-d")
     if not base_url:
         raise ValueError("the llm-d backend needs the gateway's base URL (llm_base_url)")
     if not models:

@@ -60,6 +60,16 @@ class Metrics:
             "evaluator_agreement_kappa", "Fleiss' kappa of the judges' labels in the last batch",
             registry=self.registry,
         )  # fmt: skip
+        self.judge_accuracy = Gauge(
+            "evaluator_judge_accuracy",
+            "a judge's agreement with the RAM ground truth over the last batch's state pairs",
+            ["judge"], registry=self.registry,
+        )  # fmt: skip
+        self.judge_votes = Gauge(
+            "evaluator_judge_votes",
+            "1 while the judge keeps its vote, 0 once measured no better than chance",
+            ["judge"], registry=self.registry,
+        )  # fmt: skip
         for judge in JUDGES:  # every judge's series exists from the start, at 0
             for metric in (self.abstentions, self.invalid_answers, self.judge_latency):
                 metric.labels(judge)

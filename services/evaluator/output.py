@@ -4,6 +4,8 @@ Layout under ``scores/<run>/``:
 
 - ``batches/<utc time>-<config hash>-<id>.jsonl``: one file per batch, one ``ScoreRecord``
   a line, written once and never rewritten;
+- ``comparisons/<same name>.json``: the batch's state comparisons (``StateComparisons``),
+  written before the batch file;
 - ``index/<episode>/<segment>-<config hash>.json``: a marker naming the batch file that holds
   the segment's record.
 
@@ -22,7 +24,7 @@ import uuid
 from dataclasses import dataclass
 
 from evaluator.segments import SegmentRef
-from koholint.schemas.evaluator import ScoredSegment, ScoreRecord, ScoresEvent
+from koholint.schemas.evaluator import ScoredSegment, ScoreRecord, ScoresEvent, StateComparisons
 from koholint.store import ChecksumMismatchError, ObjectNotFoundError, ObjectStore, put_json
 
 MAX_LIST_RECORDS = 1000
@@ -42,6 +44,12 @@ def marker_key(ref: SegmentRef, config_hash: str) -> str:
 def batch_key(run: str, config_hash: str) -> str:
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime()) + f"{time.time() % 1:.6f}"[1:]
     return f"scores/{run}/batches/{stamp}Z-{config_hash}-{uuid.uuid4().hex[:8]}.jsonl"
+
+
+def comparisons_key(scores_key: str) -> str:
+    """scores/<run>/batches/<name>.jsonl -> scores/<run>/comparisons/<name>.json"""
+    run_prefix, name = scores_key.split("/batches/", 1)
+    return f"{run_prefix}/comparisons/{name.removesuffix('.jsonl')}.json"
 
 
 class ScoreStore:
@@ -68,9 +76,11 @@ class ScoreStore:
                 return StoredScore(record, key)
         return None
 
-    def write(self, run: str, config_hash: str, records: list[ScoreRecord]) -> str:
-        """Markers first, then the batch file; returns the batch file's key."""
-        key = batch_key(run, config_hash)
+    def write(
+        self, run: str, config_hash: str, records: list[ScoreRecord], key: str | None = None
+    ) -> str:
+        """Markers first, then the batch file (at `key`, default a new one); returns its key."""
+        key = key or batch_key(run, config_hash)
         for record in records:
             ref = SegmentRef(record.prefix, record.run, record.episode, record.segment)
             put_json(self.store, marker_key(ref, config_hash), {
@@ -79,6 +89,12 @@ class ScoreStore:
         lines = "".join(record.model_dump_json() + "\n" for record in records)
         self.store.put(key, lines.encode(), "application/x-ndjson")
         return key
+
+    def write_comparisons(self, key: str, comparisons: StateComparisons, scores_key: str) -> None:
+        """The batch's state comparisons, written before its batch file (an orphan file left
+        by a crash in between is named by no record)."""
+        document = comparisons.model_copy(update={"scores_key": scores_key})
+        self.store.put(key, document.model_dump_json().encode(), "application/json")
 
     def newest(self, run: str, limit: int = 100) -> list[ScoreRecord]:
         """The run's newest `limit` records (each record key once), oldest first."""
@@ -123,7 +139,8 @@ def scores_event(
     first = records[0]
     return ScoresEvent(
         run=run, scores_key=scores_key, judge_config_hash=first.judge_config_hash,
-        backend=first.backend, kappa=kappa,
+        backend=first.backend, kappa=kappa, judge_accuracy=first.judge_accuracy,
+        comparisons_key=first.comparisons_key,
         records=[
             ScoredSegment(prefix=r.prefix, record_key=r.record_key, label=r.label, score=r.score)
             for r in records

@@ -19,11 +19,13 @@ import json
 import logging
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import Any, Literal
 
+from evaluator.comparisons import ComparisonResult, compare_states
 from evaluator.judges import (
     PROMPT_HASH,
     JudgeBackend,
@@ -34,7 +36,7 @@ from evaluator.judges import (
     judge_vote,
 )
 from evaluator.metrics import Metrics
-from evaluator.output import ScoreStore, scores_event
+from evaluator.output import ScoreStore, batch_key, comparisons_key, scores_event
 from evaluator.segments import (
     LoadedSegment,
     SegmentRejectedError,
@@ -43,6 +45,7 @@ from evaluator.segments import (
     parse_prefix,
 )
 from koholint.bus import STREAM_SCORES, Bus
+from koholint.reward.truth import MIN_MEASURED_PAIRS
 from koholint.schemas.evaluator import (
     JUDGE_ROUTES,
     JUDGES,
@@ -122,6 +125,9 @@ class Evaluator:
         max_steps: int = 4096,
         max_bytes: int = 64 * 1024 * 1024,
         metrics: Metrics | None = None,
+        state_stride: int = 16,
+        state_pairs: int = 4096,
+        min_measured_pairs: int = MIN_MEASURED_PAIRS,
     ) -> None:
         self.store, self.bus, self.judges = store, bus, judges
         self.config = JudgeConfig(judges.name, judges.models(), samples, seed)
@@ -131,7 +137,9 @@ class Evaluator:
             "max_key_frames": max_key_frames,
             "max_steps": max_steps,
             "max_bytes": max_bytes,
+            "state_stride": state_stride,
         }
+        self.state_pairs, self.min_measured_pairs = state_pairs, min_measured_pairs
         self.metrics = metrics or Metrics()
         self._pools = {
             route: ThreadPoolExecutor(in_flight_per_route, thread_name_prefix=f"judge-{route}")
@@ -258,7 +266,7 @@ class Evaluator:
                 Abstention(judge=r.judge, reason=r.abstain_reason, detail=r.abstain_detail or "")
                 for r in results if r.abstained and r.abstain_reason is not None
             ],
-            facts=segment.facts,
+            facts=segment.facts, states=segment.states,
             timings=Timings(
                 load_ms=round(segment.load_ms, 3), judges_ms=round(judges_s * 1000, 3),
                 total_ms=round(segment.load_ms + judges_s * 1000, 3),
@@ -275,8 +283,14 @@ class Evaluator:
         for record in records:
             by_run[record.run].append(record)
         for run, run_records in by_run.items():
+            key = batch_key(run, self.config.hash)
+            compared = self._compare(run_records)
+            if compared is not None:
+                run_records = self._revote(run_records, compared, comparisons_key(key))
             try:
-                key = self.scores.write(run, self.config.hash, run_records)
+                if compared is not None:
+                    self.scores.write_comparisons(comparisons_key(key), compared.comparisons, key)
+                key = self.scores.write(run, self.config.hash, run_records, key=key)
                 event = scores_event(run, key, run_records, report.kappa)
                 self.bus.publish(self.scores_stream, event.model_dump(mode="json"))
             except Exception as error:  # the store or the bus is down: score again later
@@ -291,6 +305,38 @@ class Evaluator:
             self._count(run_records)
         if report.kappa is not None:
             self.metrics.agreement_kappa.set(report.kappa)
+
+    def _compare(self, records: list[ScoreRecord]) -> ComparisonResult | None:
+        """The judges' comparisons of the records' sampled states, measured (one run)."""
+        inline = isinstance(self.judges, RulesJudges)
+
+        def submit(judge: str, function: Callable[..., int], *args: Any) -> Future[int]:
+            return self._pools[JUDGE_ROUTES[judge]].submit(function, *args)
+
+        result = compare_states(
+            records, self.judges, seeds=self.config.seeds, max_pairs=self.state_pairs,
+            seed=self.config.seed, submit=None if inline else submit,
+            min_pairs=self.min_measured_pairs,
+        )  # fmt: skip
+        if result is not None:
+            for entry in result.accuracy:
+                if entry.accuracy is not None:
+                    self.metrics.judge_accuracy.labels(entry.judge).set(entry.accuracy)
+                self.metrics.judge_votes.labels(entry.judge).set(int(entry.votes))
+        return result
+
+    def _revote(
+        self, records: list[ScoreRecord], compared: ComparisonResult, key: str
+    ) -> list[ScoreRecord]:
+        """The records with the batch's accuracies, voted again without the excluded judges."""
+        revoted = []
+        for record in records:
+            label, score = ensemble_vote(record.judges, compared.excluded)
+            revoted.append(record.model_copy(update={
+                "label": label, "score": score, "judge_accuracy": compared.accuracy,
+                "comparisons_key": key,
+            }))  # fmt: skip
+        return revoted
 
     def _count(self, records: list[ScoreRecord]) -> None:
         self.metrics.segments_scored.inc(len(records))

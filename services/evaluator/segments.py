@@ -14,11 +14,12 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from koholint.game.ram import InventoryItem
-from koholint.schemas.evaluator import SEGMENT_PREFIX_PATTERN, SegmentFacts
+from koholint.reward.truth import sample_states
+from koholint.schemas.evaluator import SEGMENT_PREFIX_PATTERN, SegmentFacts, StateFacts
 from koholint.store import (
     ChecksumMismatchError,
     InvalidKeyError,
@@ -68,6 +69,8 @@ class LoadedSegment:
     facts: SegmentFacts
     key_frames: list[tuple[int, bytes]]  # (step t, PNG)
     load_ms: float = 0.0
+    states: list[StateFacts] = field(default_factory=list)
+    """every `state_stride`-th step's progress facts and the last's: what the judges compare"""
 
 
 def parse_prefix(prefix: str) -> SegmentRef:
@@ -88,6 +91,7 @@ def load_segment(
     max_key_frames: int = 6,
     max_steps: int = 4096,
     max_bytes: int = 64 * 1024 * 1024,
+    state_stride: int = 16,
 ) -> LoadedSegment:
     """The verified segment, or SegmentRejectedError naming why it cannot be scored.
 
@@ -97,7 +101,7 @@ def load_segment(
     """
     ref = parse_prefix(prefix)
     try:
-        return _load(store, ref, max_key_frames, max_steps, max_bytes)
+        return _load(store, ref, max_key_frames, max_steps, max_bytes, state_stride)
     except (SegmentRejectedError, StoreError):
         raise
     except Exception as error:  # anything else the files made the reader do is their fault
@@ -107,7 +111,12 @@ def load_segment(
 
 
 def _load(
-    store: ObjectStore, ref: SegmentRef, max_key_frames: int, max_steps: int, max_bytes: int
+    store: ObjectStore,
+    ref: SegmentRef,
+    max_key_frames: int,
+    max_steps: int,
+    max_bytes: int,
+    state_stride: int,
 ) -> LoadedSegment:
     sizes = _sizes_within(store, ref, max_bytes)
     manifest_key = f"{ref.prefix}/manifest.json"
@@ -134,6 +143,7 @@ def _load(
         manifest_sha256=hashlib.sha256(raw_manifest).hexdigest(),
         facts=facts,
         key_frames=select_key_frames(steps, frames, max_key_frames),
+        states=_states(ref, steps, state_stride),
     )
 
 
@@ -168,6 +178,15 @@ def _check_files(
                 f"{ref.prefix}: its files pass max_segment_bytes {max_bytes} at {name} "
                 f"({size} bytes)"
             )
+
+
+def _states(ref: SegmentRef, steps: list[dict[str, Any]], stride: int) -> list[StateFacts]:
+    try:
+        return sample_states(steps, stride)
+    except (KeyError, TypeError, ValueError) as error:
+        raise SegmentRejectedError(
+            f"{ref.prefix}: a step's state has no progress facts: {error}"
+        ) from None
 
 
 def _get(store: ObjectStore, key: str, what: str) -> bytes:

@@ -38,7 +38,8 @@ def judges_from(settings: Settings) -> JudgeBackend:
     return make_judges(
         settings.backend, base_url=settings.llm_base_url, models=models,
         timeout_s=settings.llm_timeout_s, attempts=settings.llm_attempts,
-        max_tokens=settings.llm_max_tokens,
+        max_tokens=settings.llm_max_tokens, noisy_accuracy=settings.noisy_accuracy,
+        seed=settings.seed,
     )  # fmt: skip
 
 
@@ -60,7 +61,9 @@ class EvaluatorService:
             seed=settings.seed, in_flight_per_route=settings.in_flight_per_route,
             scores_stream=settings.scores_stream, max_key_frames=settings.max_key_frames,
             max_steps=settings.max_segment_steps, max_bytes=settings.max_segment_bytes,
-            metrics=metrics,
+            metrics=metrics, state_stride=settings.state_stride,
+            state_pairs=settings.comparisons_per_batch(),
+            min_measured_pairs=settings.min_measured_pairs,
         )  # fmt: skip
         self.ingestor = Ingestor(
             self.bus, self.evaluator, stream=settings.segments_stream, group=settings.group,

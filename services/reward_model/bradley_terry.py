@@ -10,7 +10,7 @@ the same weights.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated
 
 import numpy as np
@@ -18,7 +18,7 @@ import torch
 from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
-from koholint.reward.model import RewardFunction
+from koholint.reward.model import RewardFunction, merge_ensemble
 from reward_model.preferences import Preference, ScoredSegment
 
 
@@ -54,6 +54,9 @@ class FitConfig(BaseModel):
     """share of the segments held out: pairs touching them measure accuracy and stop early"""
     seed: int = Field(0, ge=0, le=2**31 - 1)
     """seeds the held-out split and the network's initial weights"""
+    ensemble_size: int = Field(3, ge=1, le=16)
+    """R_phi members trained from seeds seed, seed+1, ... on the same split and averaged; their
+    disagreement on held-out states is reported"""
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,11 @@ class FitResult:
     heldout_accuracy: float
     train_accuracy: float
     steps: int
+    heldout_truth_pairs: int = 0
+    heldout_truth_accuracy: float | None = None
+    """agreement with the RAM ground truth on the held-out pairs that have one"""
+    heldout_items: tuple[int, ...] = ()
+    """the items (segments or states) of the held-out pairs"""
 
 
 def _network(inputs: int, hidden_sizes: list[int]) -> nn.Sequential:
@@ -90,12 +98,16 @@ class _SegmentRewards:
 
 
 def _split(
-    segments: int, pairs: list[Preference], config: FitConfig
+    groups: list[str], pairs: list[Preference], config: FitConfig
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Hold out a seeded share of the *segments*: training pairs join two training segments,
-    held-out pairs have at least one segment the model never saw (an honest accuracy)."""
-    order = np.random.default_rng(config.seed).permutation(segments)
-    unseen = set(order[: max(1, int(round(segments * config.heldout_fraction)))].tolist())
+    """Hold out a seeded share of the *segments* (an item's group; a state's is its segment):
+    training pairs join two training items, held-out pairs have at least one item from a
+    segment the model never saw (an honest accuracy)."""
+    names = list(dict.fromkeys(groups))
+    order = np.random.default_rng(config.seed).permutation(len(names))
+    chosen = {names[i] for i in order[: max(1, int(round(len(names) * config.heldout_fraction)))]}
+    unseen = {index for index, group in enumerate(groups) if group in chosen}
+    segments = len(names)
     heldout = np.array(
         [i for i, p in enumerate(pairs) if {p.preferred, p.other} & unseen], np.int64
     )
@@ -110,16 +122,23 @@ def _split(
     return train, heldout
 
 
-def fit(segments: list[ScoredSegment], pairs: list[Preference], config: FitConfig) -> FitResult:
-    """Fit R_phi to the pairs; raises TrainingError on too few pairs or a non-finite loss."""
+def fit(
+    segments: list[ScoredSegment],
+    pairs: list[Preference],
+    config: FitConfig,
+    init_seed: int | None = None,
+) -> FitResult:
+    """Fit R_phi to the pairs (initial weights from `init_seed`, default the config's seed);
+    raises TrainingError on too few pairs or a non-finite loss."""
     if len(pairs) < 2:
         raise TrainingError(f"{len(pairs)} preference pairs: need at least 2 (one held out)")
-    train_index, heldout_index = _split(len(segments), pairs, config)
+    groups = [segment.group or segment.prefix for segment in segments]
+    train_index, heldout_index = _split(groups, pairs, config)
     preferred = torch.tensor([pair.preferred for pair in pairs])
     other = torch.tensor([pair.other for pair in pairs])
     rewards = _SegmentRewards(segments)
     with torch.random.fork_rng():
-        torch.manual_seed(config.seed)
+        torch.manual_seed(config.seed if init_seed is None else init_seed)
         network = _network(segments[0].observations.shape[1], config.hidden_sizes)
     optimizer = torch.optim.Adam(
         network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
@@ -156,7 +175,21 @@ def fit(segments: list[ScoredSegment], pairs: list[Preference], config: FitConfi
     with torch.no_grad():
         for parameter, saved in zip(network.parameters(), best[1], strict=True):
             parameter.copy_(saved)
-        return _result(network, rewards, preferred, other, train, heldout, best[2] or step)
+        result = _result(network, rewards, preferred, other, train, heldout, best[2] or step)
+    truth = torch.tensor([pair.truth for pair in pairs])[heldout]
+    with torch.no_grad():
+        values = rewards(network)
+    ordered = (values[preferred[heldout]] > values[other[heldout]]).long() * 2 - 1
+    known = truth != 0
+    agrees = (ordered[known] == truth[known]).float()
+    items = {
+        int(i) for index in heldout_index for i in (pairs[index].preferred, pairs[index].other)
+    }
+    return replace(
+        result, heldout_truth_pairs=int(known.sum()),
+        heldout_truth_accuracy=float(agrees.mean()) if len(agrees) else None,
+        heldout_items=tuple(sorted(items)),
+    )  # fmt: skip
 
 
 def _result(network: nn.Sequential, rewards: _SegmentRewards, preferred: torch.Tensor,
@@ -179,3 +212,77 @@ def _result(network: nn.Sequential, rewards: _SegmentRewards, preferred: torch.T
         heldout_accuracy=float(correct[heldout].float().mean()),
         train_accuracy=float(correct[train].float().mean()), steps=steps,
     )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class EnsembleResult:
+    """The members' mean as one R_phi (``merged``, measured like a single fit) and how much the
+    members disagree on what none of them was trained on."""
+
+    merged: FitResult
+    members: list[FitResult]
+    disagreement: float | None
+    """held-out items: the std across members of their normalised R_phi, averaged"""
+    member_agreement: float | None
+    """held-out pairs on which every member prefers the same item"""
+
+
+def fit_ensemble(
+    segments: list[ScoredSegment], pairs: list[Preference], config: FitConfig
+) -> EnsembleResult:
+    """`config.ensemble_size` fits from seeds seed, seed+1, ... on one held-out split, merged
+    into one MLP (``merge_ensemble``) whose held-out accuracies are measured again."""
+    members = [fit(segments, pairs, config, config.seed + m) for m in range(config.ensemble_size)]
+    first = members[0]
+    if len(members) == 1:
+        return EnsembleResult(first, members, None, None)
+    function = merge_ensemble([member.function for member in members])
+    steps = np.concatenate([segment.observations for segment in segments])
+    raw = function(steps)
+    function = replace(
+        function, output_mean=float(raw.mean()), output_std=max(float(raw.std()), 1e-6)
+    )
+    means = _item_means(segments, function)
+    held = set(first.heldout_items)
+    heldout = [i for i, p in enumerate(pairs) if p.preferred in held or p.other in held]
+    train = sorted(set(range(len(pairs))) - set(heldout))
+    merged = replace(
+        first, function=function, steps=max(member.steps for member in members),
+        heldout_accuracy=_accuracy(means, pairs, heldout),
+        train_accuracy=_accuracy(means, pairs, train),
+        heldout_truth_accuracy=_truth_accuracy(means, pairs, heldout),
+    )  # fmt: skip
+    held_items = [segments[i] for i in first.heldout_items]
+    per_member = np.stack([_item_means(held_items, m.function, normalised=True) for m in members])
+    winners = [pairs[i].preferred for i in heldout]
+    losers = [pairs[i].other for i in heldout]
+    member_means = [_item_means(segments, member.function) for member in members]
+    orders = np.stack([np.sign(means[winners] - means[losers]) for means in member_means])
+    return EnsembleResult(
+        merged, members, disagreement=float(per_member.std(axis=0).mean()),
+        member_agreement=float((orders == orders[0]).all(axis=0).mean()) if heldout else None,
+    )  # fmt: skip
+
+
+def _item_means(
+    items: list[ScoredSegment], function: RewardFunction, normalised: bool = False
+) -> np.ndarray:
+    apply = function.normalised if normalised else function
+    return np.array([float(apply(item.observations).mean()) for item in items])
+
+
+def _accuracy(means: np.ndarray, pairs: list[Preference], index: list[int]) -> float:
+    if not index:
+        return 0.0
+    return float(np.mean([means[pairs[i].preferred] > means[pairs[i].other] for i in index]))
+
+
+def _truth_accuracy(means: np.ndarray, pairs: list[Preference], index: list[int]) -> float | None:
+    known = [i for i in index if pairs[i].truth]
+    if not known:
+        return None
+    agree = [
+        (1 if means[pairs[i].preferred] > means[pairs[i].other] else -1) == pairs[i].truth
+        for i in known
+    ]
+    return float(np.mean(agree))

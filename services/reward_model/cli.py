@@ -28,7 +28,11 @@ def run(args: argparse.Namespace) -> int:
 
     from koholint.store import StoreError, open_store
     from reward_model.config import Settings
-    from reward_model.service import RewardModelService, load_score_records
+    from reward_model.service import (
+        RewardModelService,
+        load_comparison_keys,
+        load_score_records,
+    )
 
     overrides = {name: value for name, value in (
         ("store_url", args.store), ("margin", args.margin), ("min_pairs", args.min_pairs),
@@ -43,7 +47,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"koholint train-reward-model: {error}", file=sys.stderr)
         return 2
     added = sum(service.add_score(prefix, key, score) for prefix, key, score in records)
-    print(f"scored segments: {len(records)} read, {added} with observations")
+    compared = sum(service.add_comparisons(key) for key in load_comparison_keys(store, args.scores))
+    print(f"scored segments: {len(records)} read, {added} with observations; "
+          f"{compared} batches of state comparisons")  # fmt: skip
     status = service.train("koholint train-reward-model")
     print(json.dumps(status.model_dump(mode="json")))
     return 0 if status.state == "published" else 1

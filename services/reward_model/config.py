@@ -41,7 +41,10 @@ class Settings(
     )
     margin: float = Field(1.0, ge=0, le=10, description="score gap below which a pair is a tie")
     min_pairs: int = Field(20, ge=2, le=1_000_000, description="no training below this many")
-    max_pairs: int = Field(20_000, ge=2, le=1_000_000)
+    max_pairs: int = Field(50_000, ge=2, le=1_000_000)
+    max_comparison_batches: int = Field(
+        256, ge=1, le=100_000, description="batches of state comparisons kept; oldest dropped"
+    )
     max_segments: int = Field(2000, ge=2, le=100_000, description="oldest dropped past this")
     accuracy_floor: float = Field(
         0.6, ge=0, le=1, description="publish only above this held-out accuracy"

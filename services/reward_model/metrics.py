@@ -9,7 +9,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 TRAINING_BUCKETS = (0.1, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
 REJECTED_REASONS = (
     "no_pairs", "too_few_pairs", "below_floor", "non_finite", "invalid_event",
-    "segment_unreadable", "unscored",
+    "segment_unreadable", "unscored", "comparisons_unreadable",
 )  # fmt: skip
 
 
@@ -35,6 +35,21 @@ class Metrics:
         self.rejected = Counter(
             "reward_model_rejected", "training attempts, events and segments refused, by reason",
             ["reason"], registry=self.registry,
+        )  # fmt: skip
+        self.heldout_truth_accuracy = Gauge(
+            "reward_model_heldout_truth_accuracy",
+            "the last trained model's agreement with the RAM ground truth on held-out pairs",
+            registry=self.registry,
+        )  # fmt: skip
+        self.disagreement = Gauge(
+            "reward_model_disagreement",
+            "the last ensemble's mean std of its members' normalised R_phi on held-out states",
+            registry=self.registry,
+        )  # fmt: skip
+        self.judge_accuracy = Gauge(
+            "reward_model_judge_accuracy",
+            "a judge's accuracy against the RAM ground truth in the last comparisons received",
+            ["judge"], registry=self.registry,
         )  # fmt: skip
         for reason in REJECTED_REASONS:
             self.rejected.labels(reason)

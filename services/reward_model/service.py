@@ -38,7 +38,13 @@ from koholint.reward.model import (
     read_card,
     weights_bytes,
 )
-from koholint.schemas.evaluator import SCORE_SCHEMA_VERSION, ScoresEvent
+from koholint.reward.truth import judge_accuracy
+from koholint.schemas.evaluator import (
+    SCORE_SCHEMA_VERSIONS,
+    JudgeAccuracy,
+    ScoresEvent,
+    StateComparisons,
+)
 from koholint.schemas.reward_model import (
     ModelList,
     RewardModelCard,
@@ -49,10 +55,16 @@ from koholint.schemas.reward_model import (
 )
 from koholint.store import ObjectStore, StoreError
 from koholint.web.problems import ConflictError, NotFoundError, UnprocessableError
-from reward_model.bradley_terry import FitResult, TrainingError, fit
+from reward_model.bradley_terry import EnsembleResult, TrainingError, fit_ensemble
 from reward_model.config import Settings
 from reward_model.metrics import Metrics
-from reward_model.preferences import ScoredSegment, build_preferences, scored_segment
+from reward_model.preferences import (
+    Preference,
+    ScoredSegment,
+    build_preferences,
+    build_state_preferences,
+    scored_segment,
+)
 
 logger = logging.getLogger("reward_model.service")
 SCORE_RANGE = (0.0, 10.0)
@@ -67,6 +79,7 @@ class RewardModelService:
         self.encoder_version = encoder_version()
         self.last_training: TrainStatus | None = None
         self._segments: OrderedDict[str, ScoredSegment] = OrderedDict()
+        self._comparisons: OrderedDict[str, StateComparisons] = OrderedDict()
         self._pairs_at_last_training = 0
         self._dataset_lock = threading.Lock()
         self._training_lock = threading.Lock()
@@ -112,7 +125,47 @@ class RewardModelService:
             self.metrics.rejected.labels("invalid_event").inc()
             logger.warning("invalid scores event: %s", error, extra={"event": "invalid_event"})
             return 0
-        return sum(self.add_score(r.prefix, r.record_key, r.score) for r in event.records)
+        added = sum(self.add_score(r.prefix, r.record_key, r.score) for r in event.records)
+        if event.comparisons_key:
+            self.add_comparisons(event.comparisons_key)
+        return added
+
+    def add_comparisons(self, key: str) -> bool:
+        """The judges' state comparisons of one batch (``StateComparisons``) from the store."""
+        try:
+            document = StateComparisons.model_validate_json(self.store.get(key))
+        except (StoreError, ValidationError, ValueError) as error:
+            self.metrics.rejected.labels("comparisons_unreadable").inc()
+            logger.warning("comparisons refused: %s", error, extra={"event": "comparisons_refused"})
+            return False
+        with self._dataset_lock:
+            self._comparisons.pop(key, None)
+            self._comparisons[key] = document
+            while len(self._comparisons) > self.settings.max_comparison_batches:
+                self._comparisons.popitem(last=False)
+        for entry in document.judge_accuracy:
+            if entry.accuracy is not None:
+                self.metrics.judge_accuracy.labels(entry.judge).set(entry.accuracy)
+        return True
+
+    def comparisons(self) -> list[StateComparisons]:
+        with self._dataset_lock:
+            return list(self._comparisons.values())
+
+    def preferences(self, seed: int = 0) -> tuple[list[ScoredSegment], list[Preference]]:
+        """(items, pairs): state pairs from the judges' comparisons when there are any, else
+        pairs of whole segments from their scores (records written before comparisons)."""
+        settings, segments = self.settings, self.segments()
+        comparisons = self.comparisons()
+        if comparisons:
+            by_prefix = {segment.prefix: segment for segment in segments}
+            return build_state_preferences(
+                by_prefix, comparisons, max_pairs=settings.max_pairs, seed=seed
+            )
+        pairs = build_preferences(
+            segments, margin=settings.margin, max_pairs=settings.max_pairs, seed=seed
+        )
+        return segments, pairs
 
     def restore(self) -> int:
         """Rebuild the dataset from the store's score records (the newest of each segment, the
@@ -140,10 +193,7 @@ class RewardModelService:
             return list(self._segments.values())
 
     def pair_count(self) -> int:
-        settings = self.settings
-        pairs = build_preferences(
-            self.segments(), margin=settings.margin, max_pairs=settings.max_pairs
-        )
+        _, pairs = self.preferences()
         self.metrics.pairs.set(len(pairs))
         return len(pairs)
 
@@ -166,32 +216,37 @@ class RewardModelService:
         return status
 
     def _train(self, reason: str) -> TrainStatus:
-        settings, segments = self.settings, self.segments()
-        pairs = build_preferences(segments, margin=settings.margin, max_pairs=settings.max_pairs,
-                                  seed=settings.seed)  # fmt: skip
+        settings = self.settings
+        segments, pairs = self.preferences(settings.seed)
         self.metrics.pairs.set(len(pairs))
         self._pairs_at_last_training = len(pairs)
         if not pairs:
-            return self._refuse("no_pairs", f"no pair among {len(segments)} scored segments differs "
-                                f"by the margin {settings.margin}: the preference set is empty or "
+            return self._refuse("no_pairs", f"no pair among {len(segments)} scored segments or "
+                                f"states differs (segments by the margin {settings.margin}, states "
+                                "by the judges' vote): the preference set is empty or "
                                 "one-sided; the previous version stays", 0)  # fmt: skip
         if len(pairs) < settings.min_pairs:
             return self._refuse("too_few_pairs", f"{len(pairs)} pairs, fewer than min_pairs "
                                 f"{settings.min_pairs}; wait for more scores", len(pairs))  # fmt: skip
         started = time.perf_counter()
         try:
-            result = fit(segments, pairs, self.settings.fit_config())
+            ensemble = fit_ensemble(segments, pairs, self.settings.fit_config())
         except TrainingError as error:
             return self._refuse(error.reason, f"{error}; the previous version stays", len(pairs))
         seconds = time.perf_counter() - started
+        result = ensemble.merged
         self.metrics.training_seconds.observe(seconds)
         self.metrics.heldout_accuracy.set(result.heldout_accuracy)
+        if result.heldout_truth_accuracy is not None:
+            self.metrics.heldout_truth_accuracy.set(result.heldout_truth_accuracy)
+        if ensemble.disagreement is not None:
+            self.metrics.disagreement.set(ensemble.disagreement)
         if result.heldout_accuracy <= settings.accuracy_floor:
             return self._refuse("below_floor", f"held-out accuracy {result.heldout_accuracy:.3f} "
                                 f"does not beat the floor {settings.accuracy_floor}; the previous "
                                 "version stays", len(pairs), result.heldout_accuracy, seconds)  # fmt: skip
         card = self._publish(
-            result, segments, [source for pair in pairs for source in pair.sources]
+            ensemble, segments, [source for pair in pairs for source in pair.sources]
         )
         return TrainStatus(state="published", detail=f"{reason}: published {card.version}",
                            version=card.version, pairs=result.pairs,
@@ -204,17 +259,28 @@ class RewardModelService:
                            heldout_accuracy=accuracy, seconds=seconds)  # fmt: skip
 
     def _publish(
-        self, result: FitResult, segments: list[ScoredSegment], sources: list[str]
+        self, ensemble: EnsembleResult, items: list[ScoredSegment], sources: list[str]
     ) -> RewardModelCard:
+        result, members = ensemble.merged, ensemble.members
+        states = any(item.group for item in items)
         card = RewardModelCard(
             version=new_version(), created_at=time.time(), encoder_version=self.encoder_version,
             observation_size=result.function.observation_size,
-            hidden_sizes=list(self.settings.hidden_sizes), output_mean=result.function.output_mean,
+            hidden_sizes=[int(bias.shape[0]) for _, bias in result.function.layers[:-1]],
+            output_mean=result.function.output_mean,
             output_std=result.function.output_std, pairs=result.pairs,
             heldout_pairs=result.heldout_pairs, heldout_accuracy=result.heldout_accuracy,
-            segments=len(segments), epochs=result.steps, seed=self.settings.seed,
+            segments=len({item.group or item.prefix for item in items}), epochs=result.steps,
+            seed=self.settings.seed,
             weights_sha256=hashlib.sha256(weights_bytes(result.function)).hexdigest(),
-            source_scores=sorted(set(sources)),
+            source_scores=sorted(set(sources)), pair_kind="states" if states else "segments",
+            states=len(items) if states else 0, ensemble_size=len(members),
+            member_hidden_sizes=list(self.settings.hidden_sizes),
+            member_heldout_accuracy=[member.heldout_accuracy for member in members],
+            disagreement=ensemble.disagreement, member_agreement=ensemble.member_agreement,
+            heldout_truth_pairs=result.heldout_truth_pairs,
+            heldout_truth_accuracy=result.heldout_truth_accuracy,
+            judge_accuracy=pooled_accuracy(self.comparisons()) if states else [],
         )  # fmt: skip
         publish(self.store, card, result.function)
         self.metrics.versions.inc()
@@ -314,6 +380,31 @@ class RewardModelService:
                 stop.wait(1.0)
 
 
+def pooled_accuracy(comparisons: list[StateComparisons]) -> list[JudgeAccuracy]:
+    """Each judge's accuracy summed over the batches' comparisons (the vote is the rule's
+    over the pooled pairs)."""
+    pooled: dict[str, list[int]] = {}
+    for document in comparisons:
+        for entry in document.judge_accuracy:
+            counts = pooled.setdefault(entry.judge, [0, 0, 0])
+            counts[0] += entry.pairs
+            counts[1] += entry.correct
+            counts[2] += entry.undecided
+    accuracies = []
+    for judge, (pairs, correct, undecided) in pooled.items():
+        truth = [1] * (pairs + undecided)
+        votes = [1] * correct + [-1] * (pairs - correct) + [0] * undecided
+        accuracies.append(judge_accuracy(judge, truth, votes))
+    return accuracies
+
+
+def load_comparison_keys(store: ObjectStore, prefix: str = "scores/") -> list[str]:
+    """The state comparison files under `prefix`, oldest first."""
+    return sorted(
+        key for key in store.list(prefix) if "/comparisons/" in key and key.endswith(".json")
+    )
+
+
 def load_score_records(
     store: ObjectStore, prefix: str = "scores/"
 ) -> list[tuple[str, str, float | None]]:
@@ -346,7 +437,10 @@ def _score_lines(store: ObjectStore, key: str) -> list[dict[str, Any]]:
             record = json.loads(line) if line.strip() else None
         except (ValueError, RecursionError):
             record = None
-        if not isinstance(record, dict) or record.get("schema_version") != SCORE_SCHEMA_VERSION:
+        if (
+            not isinstance(record, dict)
+            or record.get("schema_version") not in SCORE_SCHEMA_VERSIONS
+        ):
             continue
         score, when = record.get("score"), record.get("scored_at", 0.0)
         usable = score is None or (

@@ -293,7 +293,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
         truncated = not terminated and self._steps >= config.max_episode_steps
         if self.config.info_state:
-            info["state"] = self.raw_state.to_dict(self._visited_count)
+            info["state"] = self._state_dict(self.raw_state)
         if terminated or truncated:
             info["milestones"] = milestones(self.gameboy.memory, self.raw_state)
         return observation, reward, terminated, truncated, info
@@ -315,7 +315,8 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self._raw = self._read()
         if self._taps is not None:  # the next step's deltas compare against this snapshot
             self._taps.read(np.empty(OBSERVATION_SIZE, np.float32))
-        return self._raw.to_dict(count_visited_rooms(self.gameboy.memory, self._banked))
+        self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
+        return self._state_dict(self._raw)
 
     # -- actions ------------------------------------------------------------
     def _resolve_action(self, action: Any) -> Action:
@@ -403,8 +404,14 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             "cells": len(self._cells),
         }
         if self.config.info_state:
-            info["state"] = raw.to_dict(self._visited_count)
+            info["state"] = self._state_dict(raw)
         return info
+
+    def _state_dict(self, raw: RawState) -> dict[str, Any]:
+        """The structured state with its progress level (the judges' ground truth reads it)."""
+        state = raw.to_dict(self._visited_count)
+        state["progress"] = progress_level(raw, self.gameboy.memory)
+        return state
 
     # -- rest of the gym.Env API ----------------------------------------------
     def render(self) -> np.ndarray | None:  # type: ignore[override]

@@ -110,6 +110,9 @@ class GameState(_Model):
     rooms_visited: int = Field(ge=0, le=512)
     kills: int = Field(ge=0, le=255)
     deaths: int = Field(ge=0, le=255)
+    progress: int | None = Field(
+        None, ge=0, description="progress level along the route (koholint.env.zelda.progress_level)"
+    )
 
 
 class RawState:

@@ -21,7 +21,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from koholint.schemas.reward_model import (
-    REWARD_MODEL_SCHEMA_VERSION,
+    CARD_SCHEMA_VERSIONS,
     LatestPointer,
     RewardModelCard,
 )
@@ -63,6 +63,34 @@ class RewardFunction:
     @property
     def observation_size(self) -> int:
         return int(self.layers[0][0].shape[0])
+
+
+def merge_ensemble(members: list[RewardFunction]) -> RewardFunction:
+    """The mean of `members` (same depth) as one wider MLP: their layers side by side (the
+    first stacked on the input, the hidden ones block-diagonal, the last averaged), so an
+    ensemble is stored and applied like one R_phi. Its mean and std are the first member's
+    until the caller sets them over its data."""
+    depth = len(members[0].layers)
+    if any(len(member.layers) != depth for member in members):
+        raise ValueError("ensemble members must have the same number of layers")
+    layers = []
+    for index in range(depth):
+        weights = [member.layers[index][0] for member in members]
+        biases = [member.layers[index][1] for member in members]
+        if index == depth - 1:
+            weight = np.concatenate(weights, axis=0) / len(members)
+            bias = np.mean(biases, axis=0)
+        elif index == 0:
+            weight, bias = np.concatenate(weights, axis=1), np.concatenate(biases)
+        else:
+            weight = np.zeros((sum(w.shape[0] for w in weights), sum(w.shape[1] for w in weights)))
+            row = column = 0
+            for block in weights:
+                weight[row : row + block.shape[0], column : column + block.shape[1]] = block
+                row, column = row + block.shape[0], column + block.shape[1]
+            bias = np.concatenate(biases)
+        layers.append((weight.astype(np.float32), np.asarray(bias, np.float32)))
+    return RewardFunction(tuple(layers), members[0].output_mean, members[0].output_std)
 
 
 @dataclass(frozen=True)
@@ -153,10 +181,10 @@ def read_card(store: ObjectStore, version: str) -> RewardModelCard:
     key = f"{PREFIX}/{version}/{CARD_FILE}"
     document = _read_json(store, key, version)
     found = document.get("schema_version")
-    if found != REWARD_MODEL_SCHEMA_VERSION:
+    if found not in CARD_SCHEMA_VERSIONS:
         raise RewardModelError(
             f"{version}: {CARD_FILE} has schema_version {found!r}, this reader knows "
-            f"{REWARD_MODEL_SCHEMA_VERSION}; upgrade koholint or retrain the model with this version"
+            f"{list(CARD_SCHEMA_VERSIONS)}; upgrade koholint or retrain the model with this version"
         )
     try:
         return RewardModelCard.model_validate(document)

@@ -3,7 +3,10 @@
 A score record is one line of a JSONL batch file under ``scores/<run>/batches/`` in the object
 store (never rewritten); the event on ``koholint.scores`` names the batch file and the records
 in it. The reward model reads these: field names are stable, changes bump
-``SCORE_SCHEMA_VERSION``. The JSON Schema is checked in (``schemas/score_record.schema.json``,
+``SCORE_SCHEMA_VERSION`` (readers take every version listed in ``SCORE_SCHEMA_VERSIONS``).
+Version 2 adds the states sampled in each segment with their RAM progress, each judge's
+accuracy against that ground truth, and the batch's state comparisons (``StateComparisons``,
+a file next to the batch file). The JSON Schema is checked in (``schemas/score_record.schema.json``,
 regenerate with ``koholint schemas export``).
 
     record = ScoreRecord.model_validate_json(line)
@@ -19,7 +22,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-SCORE_SCHEMA_VERSION: Literal[1] = 1
+SCORE_SCHEMA_VERSION: Literal[2] = 2
+SCORE_SCHEMA_VERSIONS = (1, 2)
+"""Score records and events readers accept: 1 has no states, accuracies or comparisons."""
+COMPARISONS_SCHEMA_VERSION: Literal[1] = 1
+JUDGE_BACKENDS = ("rules", "noisy", "local", "llm-d")
+"""The evaluator's backends: ``noisy`` is the rules' ground truth answered right with a set
+probability, a judge of known quality."""
+JudgeBackendName = Literal["rules", "noisy", "local", "llm-d"]
 LABELS = ("progress", "exploring", "stuck", "backtracking", "dying")
 """What a segment was, as a judge sees it; a closed set."""
 Label = Literal["progress", "exploring", "stuck", "backtracking", "dying"]
@@ -116,6 +126,38 @@ class SegmentFacts(_Model):
     reward_total: float
 
 
+class StateFacts(_Model):
+    """One state sampled in a segment (every k-th step and the last) with its progress read
+    from RAM: what the judges compare and the ground truth their accuracy is measured on."""
+
+    t: int = Field(ge=0, description="the step's t in ram.jsonl (its observation's step)")
+    level: int = Field(
+        ge=0, description="progress level: items, puzzles, keys, doors, instrument (+1 won)"
+    )
+    rooms: int = Field(ge=0, description="rooms visited (the room tables' visited bits)")
+    room: str = Field(description="indoor:map:room")
+    items: list[str] = Field(description="items held")
+    keys: int = Field(ge=0)
+    health: int = Field(ge=0)
+    has_instrument: bool
+    won: bool
+
+
+class JudgeAccuracy(_Model):
+    """A judge's agreement with the RAM ground truth over a batch's state comparisons."""
+
+    judge: JudgeName
+    pairs: int = Field(ge=0, description="compared pairs with a truth (ties excluded) it decided")
+    correct: int = Field(ge=0)
+    undecided: int = Field(0, ge=0, description="pairs with a truth it answered 'same' or not")
+    accuracy: float | None = Field(None, ge=0, le=1, description="correct / pairs")
+    lower_bound: float | None = Field(
+        None, ge=0, le=1, description="Wilson 95% lower bound of the accuracy"
+    )
+    measured: bool = Field(description="pairs >= the rule's minimum")
+    votes: bool = Field(description="false: measured and not better than chance, no vote")
+
+
 class Timings(_Model):
     load_ms: float = Field(ge=0, description="manifest, re-hash and RAM facts")
     judges_ms: float = Field(ge=0, description="wall time of all judges' answers")
@@ -125,14 +167,14 @@ class Timings(_Model):
 class ScoreRecord(_Model):
     """The ensemble's score of one exported segment, with every judge's and sample's answer."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = SCORE_SCHEMA_VERSION
     record_key: str = Field(description="sha256 of prefix + judge_config_hash: one record per key")
     prefix: str = Field(description="episodes/<run>/<episode>/<segment>")
     run: str
     episode: str
     segment: int = Field(ge=0)
     manifest_sha256: str
-    backend: Literal["rules", "local", "llm-d"]
+    backend: JudgeBackendName
     judge_config_hash: str = Field(description="backend, models, prompts, M, seeds")
     prompt_hash: str = Field(description="sha256 of the judges' prompt templates")
     models: dict[str, str] = Field(description="judge -> model name")
@@ -145,6 +187,13 @@ class ScoreRecord(_Model):
     facts: SegmentFacts
     timings: Timings
     scored_at: float = Field(description="unix time")
+    states: list[StateFacts] = Field(
+        default_factory=list, description="states sampled every k-th step and the last"
+    )
+    judge_accuracy: list[JudgeAccuracy] = Field(
+        default_factory=list, description="each judge's accuracy over the batch's comparisons"
+    )
+    comparisons_key: str | None = Field(None, description="the batch's StateComparisons file")
 
 
 class ScoredSegment(_Model):
@@ -157,7 +206,7 @@ class ScoredSegment(_Model):
 class ScoresEvent(_Model):
     """The ``koholint.scores`` message: a batch file was written; its records' keys."""
 
-    schema_version: Literal[1] = 1
+    schema_version: Literal[1, 2] = SCORE_SCHEMA_VERSION
     run: str
     scores_key: str = Field(description="the JSONL batch file in the object store")
     judge_config_hash: str
@@ -166,6 +215,32 @@ class ScoresEvent(_Model):
     kappa: float | None = Field(
         None, description="Fleiss' kappa of the judges' labels in the batch"
     )
+    judge_accuracy: list[JudgeAccuracy] = Field(
+        default_factory=list, description="each judge's accuracy against the RAM ground truth"
+    )
+    comparisons_key: str | None = Field(None, description="the batch's StateComparisons file")
+
+
+class StateRef(_Model):
+    prefix: str
+    t: int = Field(ge=0)
+
+
+class StateComparisons(_Model):
+    """``scores/<run>/comparisons/<batch>.json``: which of two sampled states is further
+    along, per judge, by the ensemble and by the RAM ground truth. Votes and truth are +1
+    (the first state of the pair is further along), -1 (the second) or 0 (same / no answer)."""
+
+    schema_version: Literal[1] = COMPARISONS_SCHEMA_VERSION
+    run: str
+    judge_config_hash: str
+    scores_key: str = Field(description="the batch file of the segments' records")
+    states: list[StateRef]
+    pairs: list[tuple[int, int]] = Field(description="indices into states")
+    truth: list[int] = Field(description="the RAM ground truth of each pair")
+    votes: dict[str, list[int]] = Field(description="judge -> its vote on each pair")
+    preferred: list[int] = Field(description="the ensemble's vote on each pair")
+    judge_accuracy: list[JudgeAccuracy]
 
 
 SegmentPrefix = Annotated[str, StringConstraints(pattern=SEGMENT_PREFIX_PATTERN, max_length=400)]

@@ -13,7 +13,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from koholint.schemas.evaluator import JudgeAccuracy
+
 REWARD_MODEL_SCHEMA_VERSION: Literal[1] = 1
+"""The latest pointer's and the stream event's version."""
+CARD_SCHEMA_VERSION: Literal[2] = 2
+CARD_SCHEMA_VERSIONS = (1, 2)
+"""Cards a reader accepts: 2 adds the state pairs, the ensemble of R_phi and the accuracy
+against the RAM ground truth; the weights file is the same (the ensemble is one wider MLP)."""
 VERSION_PATTERN = r"^rm-[0-9]{8}-[0-9]{6}-[0-9a-f]{6}$"
 MAX_SCORE_OBSERVATIONS = 4096
 OBSERVATION_SIZE = 128
@@ -27,7 +34,7 @@ class _Model(BaseModel):
 class RewardModelCard(_Model):
     """``model.json`` of a stored version: what it was trained on and how well it did."""
 
-    schema_version: Literal[1] = REWARD_MODEL_SCHEMA_VERSION
+    schema_version: Literal[1, 2] = CARD_SCHEMA_VERSION
     version: str = Field(pattern=VERSION_PATTERN)
     created_at: float = Field(description="unix time")
     encoder_version: str = Field(description="the observation layout it was trained on")
@@ -47,6 +54,28 @@ class RewardModelCard(_Model):
     weights_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     source_scores: list[str] = Field(
         default_factory=list, description="record keys of the scores the pairs came from"
+    )
+    pair_kind: Literal["segments", "states"] = Field(
+        "segments", description="pairs of whole segments (mean R_phi) or of single states"
+    )
+    states: int = Field(0, ge=0, description="distinct states in the pairs (state pairs)")
+    ensemble_size: int = Field(1, ge=1, description="R_phi members, averaged into these weights")
+    member_hidden_sizes: list[int] = Field(
+        default_factory=list, description="each member's hidden layers (hidden_sizes is their sum)"
+    )
+    member_heldout_accuracy: list[float] = Field(default_factory=list)
+    disagreement: float | None = Field(
+        None, ge=0, description="held-out states: mean std of the members' normalised R_phi"
+    )
+    member_agreement: float | None = Field(
+        None, ge=0, le=1, description="held-out pairs every member orders the same way"
+    )
+    heldout_truth_pairs: int = Field(0, ge=0, description="held-out pairs with a RAM truth")
+    heldout_truth_accuracy: float | None = Field(
+        None, ge=0, le=1, description="R_phi's agreement with the RAM ground truth on them"
+    )
+    judge_accuracy: list[JudgeAccuracy] = Field(
+        default_factory=list, description="each judge's accuracy over the comparisons used"
     )
 
 

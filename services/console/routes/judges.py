@@ -22,8 +22,17 @@ async def list_scores(
     run: Annotated[str, Query(pattern=RUN_PATTERN)],  # the evaluator's
     limit: Annotated[int, Query(ge=1, le=100)] = 20,
 ) -> dict[str, Any]:
-    """A run's newest segment scores: the ensemble's label and score, each judge's vote."""
-    return {"run": run, "scores": await fleet.scores(run, limit)}
+    """A run's newest segment scores: the ensemble's label and score, each judge's vote, and
+    each judge's accuracy against the RAM ground truth in the newest batch that measured it."""
+    scores = await fleet.scores(run, limit)
+    return {"run": run, "scores": scores, "judge_accuracy": newest_accuracy(scores)}
+
+
+def newest_accuracy(scores: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The judge accuracies of the newest record that carries them (records before schema
+    version 2 carry none)."""
+    measured = [record for record in scores if record.get("judge_accuracy")]
+    return measured[-1]["judge_accuracy"] if measured else []
 
 
 @router.get("/v1/reward-models", responses=problem_responses(503))

@@ -698,12 +698,22 @@ function table(headers, rows) {
 async function refreshScores() {
   if (!selectedRun) { $("#judges").textContent = "no run yet: the judges score a run's exported segments"; return; }
   try {
-    const {scores} = await getJson(`/v1/judges/scores?run=${encodeURIComponent(selectedRun)}&limit=20`);
+    const {scores, judge_accuracy: accuracy} = await getJson(`/v1/judges/scores?run=${encodeURIComponent(selectedRun)}&limit=20`);
+    showAccuracy(accuracy || []);
     const rows = scores.slice().reverse().map((s) => [s.prefix, s.label ?? "–", fmt(s.score),
       s.judges.map(voteText).join("; "), framesButton(s)]);
     $("#judges").replaceChildren(rows.length ? table(["segment", "label", "score", "votes", ""], rows)
       : `no scored segments of ${selectedRun} yet`);
   } catch (error) { $("#judges").textContent = `scores: ${error.message}`; }
+}
+
+// Each judge against the RAM ground truth (which of two states is further along), newest batch.
+function showAccuracy(accuracy) {
+  const rows = accuracy.map((a) => [a.judge, String(a.pairs), fmt(a.accuracy), fmt(a.lower_bound),
+    a.votes ? (a.measured ? "votes" : "votes (unmeasured)") : "no vote: not above chance"]);
+  $("#judge-accuracy").replaceChildren(rows.length
+    ? table(["judge", "pairs vs RAM", "accuracy", "95% lower bound", "vote"], rows)
+    : "no judge measured against the RAM ground truth yet");
 }
 
 function voteText(j) { return `${j.judge}: ${j.abstained ? "abstained" : `${j.label} ${fmt(j.score)}`}`; }
@@ -764,10 +774,13 @@ $("#segment-close").addEventListener("click", () => {
 async function refreshRewardModels() {
   try {
     const {models, segments} = await getJson("/v1/reward-models");
-    const rows = models.slice().reverse().map((m) => [m.version, fmt(m.heldout_accuracy), String(m.pairs),
+    const rows = models.slice().reverse().map((m) => [m.version, fmt(m.heldout_accuracy),
+      fmt(m.heldout_truth_accuracy), String(m.pairs), m.pair_kind ?? "segments",
+      `${m.ensemble_size ?? 1}${m.disagreement != null ? ` (± ${fmt(m.disagreement)})` : ""}`,
       m.encoder_version, new Date(m.created_at * 1000).toISOString()]);
     $("#reward-models").replaceChildren(rows.length
-      ? table(["version", "held-out accuracy", "pairs", "encoder", "created"], rows)
+      ? table(["version", "held-out vs judges", "vs RAM truth", "pairs", "of", "members (disagreement)",
+        "encoder", "created"], rows)
       : `no version published yet (${segments} scored segments in the dataset)`);
   } catch (error) { $("#reward-models").textContent = `reward models: ${error.message}`; }
 }

@@ -321,3 +321,29 @@ async def test_judges_and_reward_models_are_proxied(map_cache_dir, anyio_backend
     ).status_code == 422
     undeployed = await _call(create_app(_settings(map_cache_dir)), "GET", "/v1/reward-models")
     assert "KOHOLINT_CONSOLE_REWARD_MODEL_URL" in undeployed.json()["detail"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_judges_accuracy_is_the_newest_measured_batch(map_cache_dir, anyio_backend):
+    measured = [{"judge": "progress", "pairs": 80, "correct": 60, "accuracy": 0.75,
+                 "lower_bound": 0.64, "measured": True, "votes": True}]  # fmt: skip
+    records = [
+        {
+            "prefix": "episodes/r1/e/0",
+            "score": 6.0,
+            "judge_accuracy": [{**measured[0], "pairs": 1}],
+        },
+        {"prefix": "episodes/r1/e/1", "score": 5.0, "judge_accuracy": measured},
+        {"prefix": "episodes/r1/e/2", "score": 4.0},  # a version 1 record: none
+    ]
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json=records)
+
+    app = create_app(
+        _settings(map_cache_dir, evaluator_url="http://evaluator"),
+        transport=httpx.MockTransport(answer),
+    )
+    scores = (await _call(app, "GET", "/v1/judges/scores", params={"run": "r1"})).json()
+    assert scores["judge_accuracy"] == measured

@@ -353,6 +353,9 @@ def test_live_play_planner_decisions_and_segment_frames(
     # The judges: a scored segment's frames open beside its votes.
     page.evaluate(f"window.koholint.selectRun({judged!r})")
     page.click("nav button[data-tab=judges]")
+    # Each judge against the RAM ground truth, from the newest scored batch.
+    page.wait_for_function("document.querySelector('#judge-accuracy table') !== null")
+    assert "progress" in page.inner_text("#judge-accuracy")
     page.click("#judges button.frames")
     page.wait_for_selector("#segment:not([hidden])")
     page.wait_for_function("document.querySelector('#segment-frame').naturalWidth === 160")

@@ -12,6 +12,7 @@ from tests.services.evaluator.conftest import segment_prefixes
 from evaluator.app import create_app
 from evaluator.config import Settings
 from koholint.bus import STREAM_SEGMENTS, MemoryBus
+from koholint.schemas.evaluator import SCORE_SCHEMA_VERSION
 from koholint.store import LocalStore
 
 METRICS = (
@@ -61,7 +62,7 @@ def test_evaluate_a_run_then_read_its_scores(client: TestClient, local_store: Lo
     )
     scores = client.get("/v1/scores", params={"run": "run-eval", "limit": 3}).json()
     assert len(scores) == 3
-    assert all(s["schema_version"] == 1 for s in scores)
+    assert all(s["schema_version"] == SCORE_SCHEMA_VERSION for s in scores)
     record = client.get(f"/v1/segments/{prefixes[0]}/score").json()
     assert record["prefix"] == prefixes[0]
     assert record["judges"][2]["abstain_reason"] == "no_vision"

@@ -26,7 +26,10 @@ def evaluator_for(
     url: str, store: LocalStore, bus: MemoryBus, samples: int, attempts: int = 2
 ) -> Evaluator:
     judges = make_judges("llm-d", base_url=url, models=MODELS, attempts=attempts, timeout_s=10)
-    return Evaluator(store, bus, judges, samples=samples, seed=100, in_flight_per_route=2)
+    # These tests count the requests of segment scores: no state comparisons (test_comparisons).
+    return Evaluator(
+        store, bus, judges, samples=samples, seed=100, in_flight_per_route=2, state_pairs=0
+    )
 
 
 def test_three_samples_per_judge_vote_and_the_ensemble_follows_the_majority(

@@ -6,7 +6,13 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from koholint.schemas.evaluator import ScoreRecord, ScoresEvent, Verdict, schema_files
+from koholint.schemas.evaluator import (
+    SCORE_SCHEMA_VERSION,
+    ScoreRecord,
+    ScoresEvent,
+    Verdict,
+    schema_files,
+)
 
 
 def test_checked_in_schemas_are_current():
@@ -29,5 +35,13 @@ def test_event_validates_against_its_checked_in_schema():
     )  # fmt: skip
     schema = json.loads(schema_files()[1][0].read_text())
     jsonschema.validate(json.loads(event.model_dump_json()), schema)
-    assert event.schema_version == 1
-    assert ScoreRecord.model_json_schema()["properties"]["schema_version"]["const"] == 1
+    assert event.schema_version == SCORE_SCHEMA_VERSION == 2
+    assert ScoreRecord.model_json_schema()["properties"]["schema_version"]["enum"] == [1, 2]
+
+
+def test_version_one_records_and_events_are_still_read():
+    old_event = {"schema_version": 1, "run": "r", "scores_key": "scores/r/batches/x.jsonl",
+                 "judge_config_hash": "abc", "backend": "rules", "records": [], "kappa": None}  # fmt: skip
+    event = ScoresEvent.model_validate(old_event)
+    assert (event.schema_version, event.judge_accuracy, event.comparisons_key) == (1, [], None)
+    jsonschema.validate(old_event, json.loads(schema_files()[1][0].read_text()))
