@@ -31,10 +31,11 @@ ReadinessCheck = Callable[[FastAPI], Awaitable[dict[str, str]]]
 """Awaited by ``/readyz``: returns details when ready, raises ``UnavailableError`` when not."""
 
 
-class ServiceSettings(Protocol):
-    """What the scaffold reads from a service's settings."""
+class LoggingSettings(Protocol):
+    """What the scaffold's factory reads from a service's settings (koholint.settings)."""
 
-    log_level: str
+    @property
+    def log_level(self) -> str: ...
 
 
 def create_service_app(
@@ -127,7 +128,7 @@ async def check_in_thread(what: str, check: Callable[[], object]) -> None:
 
 
 def service_factory(
-    settings_type: Callable[[], ServiceSettings], create_app: Callable[[Any], FastAPI]
+    settings_type: Callable[[], LoggingSettings], create_app: Callable[[Any], FastAPI]
 ) -> Callable[[], FastAPI]:
     """The uvicorn factory of a service: settings from the environment, JSON logs."""
 

@@ -142,7 +142,7 @@ def start_curriculum(config: TrainConfig) -> Any:
     name = curriculum_actor_name(config.run)
     return CurriculumActor.options(name=name).remote(  # type: ignore[attr-defined]
         config.curriculum, config.env.max_episode_steps
-    )  # type: ignore[attr-defined]
+    )
 
 
 def run_phase_one(
