@@ -18,12 +18,12 @@ import time
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, Field, StrictBool
+from pydantic import BaseModel, Field
 from starlette.types import Receive, Scope, Send
 
-from koholint.baselines.policies import POLICY_NAMES, make_policy
+from koholint.baselines.policies import make_policy
 from koholint.game.png import encode_png
-from koholint.schemas.fields import JsonFloat, Seed
+from koholint.schemas.env_sim import PlayRequest
 from koholint.web.problems import UnprocessableError
 from koholint.web.streaming import StreamSlots, send_chunk, start_stream, until_disconnect
 
@@ -53,28 +53,7 @@ MAX_BEHIND_SECONDS = 1.0
 # Live frames are made 60 times a second and sent once: zlib's fastest level is 4x faster
 # than the default (0.4 vs 1.5 ms a frame here) for twice the bytes (~3.5 KB).
 LIVE_PNG_LEVEL = 1
-
-
-class PlayRequest(BaseModel):
-    """Play the session with a baseline policy, paced to the game's real speed."""
-
-    model_config = {"extra": "forbid"}
-
-    policy: Literal["noop", "random", "walkthrough", "explorer"] = Field(
-        "explorer", description=f"a baseline policy: {', '.join(POLICY_NAMES)}"
-    )
-    seed: Seed = Field(0, description="the policy's seed")
-    speed: JsonFloat = Field(
-        1.0, ge=0.25, le=4.0, description="times the game's real speed (59.73 frames/s)"
-    )
-    reset: StrictBool = Field(
-        False,
-        description="start a new episode first (the walkthrough needs one, from power-on); "
-        "otherwise play goes on from where the session is",
-    )
-    max_seconds: JsonFloat | None = Field(
-        None, gt=0, description="stop after this long (at most the server's max_play_seconds)"
-    )
+__all__ = ["BOUNDARY", "FrameFeed", "FrameStream", "Player", "PlayRequest", "PlayStatus"]
 
 
 class PlayStatus(BaseModel):

@@ -341,7 +341,8 @@ class RewardModelService:
         if wrong is not None:
             raise UnprocessableError(f"observations[{wrong}] has {len(request.observations[wrong])} "
                                      f"floats; the model takes {size}", field=f"observations.{wrong}")  # fmt: skip
-        observations = np.array(request.observations, np.float32)
+        with np.errstate(over="ignore"):  # beyond float32: inf, refused just below
+            observations = np.array(request.observations, np.float32)
         if not np.isfinite(observations).all():
             raise UnprocessableError("observations hold NaN or inf", field="observations")
         with np.errstate(over="ignore", invalid="ignore"):

@@ -102,6 +102,31 @@ class StepsRequest(_Request):
     frames: StrictBool = Field(False, description="include every step's frame as base64 PNG")
 
 
+PlayPolicy = Literal["noop", "random", "walkthrough", "explorer"]
+"""The baseline policies env-sim plays a session with (koholint.baselines.policies)."""
+
+
+class PlayRequest(_Request):
+    """Play the session with a baseline policy, paced to the game's real speed (env-sim's
+    ``POST /v1/sessions/{id}/play``, and the console's, which passes it on)."""
+
+    policy: PlayPolicy = Field("explorer", description="a baseline policy: noop, random, "
+                               "walkthrough (needs reset) or explorer")  # fmt: skip
+    seed: Seed = Field(0, description="the policy's seed")
+    speed: JsonFloat = Field(
+        1.0, ge=0.25, le=4.0, description="times the game's real speed (59.73 frames/s)"
+    )
+    reset: StrictBool = Field(
+        False,
+        description="start a new episode first (the walkthrough needs one, from power-on); "
+        "otherwise play goes on from where the session is",
+    )
+    # The bound on the number itself, not on the optional: JSON Schema's exclusiveMinimum.
+    max_seconds: Annotated[float, Field(gt=0), BeforeValidator(number_not_text)] | None = Field(
+        None, description="stop after this long (at most the server's max_play_seconds)"
+    )
+
+
 class Transition(_Body):
     action: int
     applied_action: int

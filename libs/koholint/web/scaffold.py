@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from starlette.types import Receive, Scope, Send
 
 from koholint.web.auth import ControlAccess
 from koholint.web.problems import (
@@ -24,6 +25,7 @@ from koholint.web.problems import (
     document_problems,
     problem_responses,
 )
+from koholint.web.streaming import bind_connection
 from koholint.web.telemetry import configure_logging, setup_tracing
 
 SchemaLimits = Mapping[str, Mapping[str, Mapping[str, Any]]]
@@ -57,7 +59,7 @@ def create_service_app(
     property -> JSON Schema keywords), so that it states the limits this server enforces.
     `access`: the settings of ``koholint.web.auth``'s rule for the state-changing routes.
     """
-    app = FastAPI(
+    app = ServiceApp(
         title=f"koholint {name}",
         version="1.0.0",
         description=description,
@@ -73,6 +75,15 @@ def create_service_app(
     setup_tracing(app, name, tracing_exporter)
     _document(app, schema_limits or {})
     return app
+
+
+class ServiceApp(FastAPI):
+    """FastAPI that learns, per request, how to cut the connection (see ``bind_connection``)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            bind_connection(send)  # the server's own send: middleware wraps it further in
+        await super().__call__(scope, receive, send)
 
 
 def _document(app: FastAPI, schema_limits: SchemaLimits) -> None:

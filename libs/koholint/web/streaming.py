@@ -1,12 +1,14 @@
 """Long-lived streaming responses (SSE, multipart frames, proxied streams) that a slow or gone
 client can never block: a bounded number of open streams, every chunk sent under a timeout,
-and the response ended as soon as either side ends."""
+the response ended as soon as either side ends, and a client dropped for being slow cut off
+at once (its socket closed, not left to drain a buffer it never reads)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
+from contextvars import ContextVar
 from typing import Any, Literal
 
 from starlette.types import Receive, Send
@@ -15,6 +17,20 @@ from koholint.web.problems import TooManyError
 
 Sent = Literal["sent", "slow", "gone"]
 NO_BUFFERING = [(b"cache-control", b"no-store"), (b"x-accel-buffering", b"no")]
+ABORT_CONNECTION: ContextVar[Callable[[], None] | None] = ContextVar(
+    "koholint_abort_connection", default=None
+)
+"""Closes the current request's connection at once (set per request by the service scaffold
+from the server's transport; None where the server offers none, as in-process test clients)."""
+
+
+def bind_connection(send: Send) -> None:
+    """Remember how to cut the current request's connection: uvicorn's `send` is a method of
+    the request's cycle, which holds the transport (abort drops what is still buffered)."""
+    transport = getattr(getattr(send, "__self__", None), "transport", None)
+    abort = getattr(transport, "abort", None)
+    if callable(abort):
+        ABORT_CONNECTION.set(abort)
 
 
 class StreamSlots:
@@ -48,11 +64,16 @@ async def start_stream(send: Send, content_type: bytes) -> None:
 
 async def send_chunk(send: Send, body: bytes, timeout: float) -> Sent:
     """One chunk of the body: "slow" when the client did not take it within `timeout` seconds
-    (the caller drops it), "gone" when its connection is closed."""
+    (the caller drops it; its connection is closed now, since a socket whose peer never reads
+    would otherwise stay open while the server waits to flush it), "gone" when its connection
+    is closed."""
     message = {"type": "http.response.body", "body": body, "more_body": True}
     try:
         await asyncio.wait_for(send(message), timeout)
     except TimeoutError:
+        abort = ABORT_CONNECTION.get()
+        if abort is not None:
+            abort()
         return "slow"
     except OSError:
         return "gone"

@@ -5,12 +5,13 @@ from __future__ import annotations
 import logging
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Response
 from pydantic import ValidationError
 
 from console.deps import ControlDep, FleetDep, LiveDep, RedisDep
 from console.fleet import ID_PATTERN
 from console.live import LiveProxy
+from koholint.schemas.env_sim import PlayRequest
 from koholint.schemas.positions import (
     MAX_TAKEOVERS,
     WATCH_TTL_SECONDS,
@@ -23,8 +24,6 @@ from koholint.web.problems import NotFoundError, UnavailableError, problem_respo
 
 logger = logging.getLogger("console.watch")
 MULTIPART = "multipart/x-mixed-replace; boundary=frame"
-# A play request's fields (env-sim's PlayRequest validates them): a handful at most.
-MAX_PLAY_FIELDS = 8
 
 router = APIRouter(prefix="/v1/watch", tags=["watch"])
 Id = Annotated[str, Path(pattern=ID_PATTERN)]
@@ -119,11 +118,12 @@ async def stream_session_live(
 async def play_session(
     session_id: Id,
     fleet: FleetDep,
-    body: Annotated[dict[str, Any], Body(max_length=MAX_PLAY_FIELDS)],
+    body: PlayRequest,
 ) -> dict[str, Any]:
     """Make the session play at the game's real speed (env-sim's PlayRequest: policy, seed,
     speed, reset, max_seconds); needs the token beyond localhost."""
-    return await fleet.send("env-sim", "POST", fleet.play_path(session_id), body)  # type: ignore[no-any-return]
+    sent = body.model_dump(mode="json", exclude_unset=True)
+    return await fleet.send("env-sim", "POST", fleet.play_path(session_id), sent)  # type: ignore[no-any-return]
 
 
 @router.get("/env-sim/{session_id}/play", responses=problem_responses(404, 503))

@@ -65,7 +65,8 @@ def test_openapi_contract_holds_under_schemathesis(
     check_openapi_contract(
         create_app(console), max_examples=10, tmp_dir=tmp_path,
         # Run settings are the trainer's TrainConfig, validated there: its 422 is passed on.
-        # So are a play request's fields env-sim's (PlayRequest).
+        # A play request is env-sim's PlayRequest (in this spec too); whether a policy can
+        # play a session depends on the session, judged there: its 422 is passed on.
         opaque_bodies={"/v1/runs": [422], "/v1/watch/env-sim/{session_id}/play": [422]},
         # An event stream never ends: no answer within a request timeout (test_relay.py), nor
         # does a live frame stream (test_live.py).

@@ -91,3 +91,66 @@ async def test_a_sender_that_ends_or_fails_ends_the_response():
 
     await asyncio.wait_for(until_disconnect(never_disconnects, finishes()), 5)
     await asyncio.wait_for(until_disconnect(never_disconnects, fails()), 5)
+
+
+def established(port: int) -> int:
+    """TCP connections in state ESTABLISHED whose local port is `port` (from /proc/net)."""
+    count = 0
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as lines:
+            for line in list(lines)[1:]:
+                fields = line.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "01":
+                    count += 1
+    return count
+
+
+def test_a_dropped_slow_client_has_its_socket_closed(serve: Any):
+    """A client that never reads fills every buffer; once it is dropped its connection must
+    go, or `max_clients` would bound streams but not the sockets they hold."""
+    import socket
+    import time
+    from urllib.parse import urlparse
+
+    from prometheus_client import CollectorRegistry
+
+    from koholint.web.scaffold import create_service_app
+
+    outcomes: list[str] = []
+
+    async def flood(scope: Any, receive: Any, send: Any) -> None:
+        await start_stream(send, b"application/octet-stream")
+        while (outcome := await send_chunk(send, b"x" * 65536, 0.5)) == "sent":
+            pass
+        outcomes.append(outcome)
+
+    app = create_service_app(
+        name="flood", lifespan=_no_lifespan, routers=[], registry=CollectorRegistry(),
+        max_body_bytes=1024,
+    )  # fmt: skip
+    app.mount("/flood", flood)
+    port = int(urlparse(serve(app)).port or 0)
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    client.connect(("127.0.0.1", port))
+    client.sendall(b"GET /flood/ HTTP/1.1\r\nHost: test\r\n\r\n")  # and never read
+    try:
+        deadline = time.monotonic() + 60
+        while not outcomes and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert outcomes == ["slow"]
+        while established(port) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert established(port) == 0, "the dropped client's socket is still open"
+    finally:
+        client.close()
+
+
+def _no_lifespan(app: Any) -> Any:
+    import contextlib
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> Any:
+        yield
+
+    return lifespan(app)
