@@ -16,7 +16,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from koholint.game.state import GameState
 from koholint.game.states import STATE_NAMES
 from koholint.schemas.env import Action, EnvSettings
-from koholint.schemas.fields import JsonInt, Seed, number_not_text
+from koholint.schemas.fields import JsonFloat, JsonInt, Seed, number_not_text
 
 ENV_SIM_SCHEMA_VERSION = 1
 
