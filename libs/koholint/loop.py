@@ -1,4 +1,5 @@
-"""``koholint loop``: the whole system's loop on one machine, burst after burst.
+"""``koholint loop``: the whole system's loop on one machine, burst after burst (or, with
+``--online``, while one run trains: ``koholint.online``).
 
     burst 1: koholint train (export every episode)  -> segments in the store
              koholint evaluate (the judges)          -> score records
@@ -204,6 +205,8 @@ def _shown(value: float | None, digits: int = 2) -> str:
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
+    if args.online:
+        return cmd_online(args)
     if not 2 <= args.bursts <= MAX_BURSTS or args.steps_per_burst < 1:
         print(
             f"koholint loop: --bursts must be 2..{MAX_BURSTS}, --steps-per-burst >= 1",
@@ -224,6 +227,31 @@ def cmd_loop(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_online(args: argparse.Namespace) -> int:
+    """--online: one run, judged and refitted while it trains (koholint.online)."""
+    from koholint.online import OnlineLoop, OnlineLoopError, OnlinePlan, print_online
+
+    if args.steps < 1 or args.refit_every < 1:
+        print("koholint loop --online: --steps and --refit-every must be >= 1", file=sys.stderr)
+        return 2
+    train_flags = list(args.train_flag or [])
+    train_flags += [f"--shaping-scale={args.shaping_scale}",
+                    f"--reward-bonus-coefficient={args.bonus_coefficient}"]  # fmt: skip
+    plan = OnlinePlan(
+        run=args.name or time.strftime("online-%Y%m%d-%H%M%S"), steps=args.steps,
+        store_url=args.store, run_dir=args.run_dir, seed=args.seed, mode=args.mode,
+        refit_every=args.refit_every, export_every=args.export_every, train_flags=train_flags,
+        evaluate_flags=list(args.evaluate_flag or []),
+    )  # fmt: skip
+    try:
+        result = OnlineLoop(plan).run()
+    except OnlineLoopError as error:
+        print(f"koholint loop --online: {error}", file=sys.stderr)
+        return 1
+    print_online(result)
+    return 0
+
+
 def register(commands: argparse._SubParsersAction) -> None:
     loop = commands.add_parser(
         "loop", help="train, evaluate, fit the reward model, train again with shaping; compare"
@@ -237,4 +265,20 @@ def register(commands: argparse._SubParsersAction) -> None:
     loop.add_argument("--shaping-scale", type=float, default=0.1, help="Phi = scale * R_phi")
     loop.add_argument("--train-flag", action="append", metavar="FLAG",
                       help="extra flag for every `koholint train` (repeatable), e.g. --train-flag=--workers=0")  # fmt: skip
+    online = loop.add_argument_group(
+        "online", "--online: one run trains while its segments are judged and R_phi refitted"
+    )
+    online.add_argument("--online", action="store_true",
+                        help="one run; the judges and the reward model work beside it")  # fmt: skip
+    online.add_argument("--steps", type=int, default=20_480, help="the run's env steps")
+    online.add_argument("--mode", choices=("potential", "bonus"), default="potential",
+                        help="how the trainer uses R_phi (its reward.mode)")  # fmt: skip
+    online.add_argument("--refit-every", type=int, default=5,
+                        help="training iterations between refits (default 5)")  # fmt: skip
+    online.add_argument("--export-every", type=int, default=1,
+                        help="every N-th episode of an env is exported for the judges")  # fmt: skip
+    online.add_argument("--bonus-coefficient", type=float, default=0.2,
+                        help="bonus mode: the weight of the standardised R_phi")  # fmt: skip
+    online.add_argument("--evaluate-flag", action="append", metavar="FLAG",
+                        help="extra flag for every `koholint evaluate` (repeatable)")  # fmt: skip
     loop.set_defaults(handler=cmd_loop)

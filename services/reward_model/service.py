@@ -55,7 +55,7 @@ from koholint.schemas.reward_model import (
 )
 from koholint.store import ObjectStore, StoreError
 from koholint.web.problems import ConflictError, NotFoundError, UnprocessableError
-from reward_model.bradley_terry import EnsembleResult, TrainingError, fit_ensemble
+from reward_model.bradley_terry import EnsembleResult, FitResult, TrainingError, fit_ensemble
 from reward_model.config import Settings
 from reward_model.metrics import Metrics
 from reward_model.preferences import (
@@ -268,7 +268,8 @@ class RewardModelService:
             observation_size=result.function.observation_size,
             hidden_sizes=[int(bias.shape[0]) for _, bias in result.function.layers[:-1]],
             output_mean=result.function.output_mean,
-            output_std=result.function.output_std, pairs=result.pairs,
+            output_std=result.function.output_std, output_median=_median_output(result, items),
+            pairs=result.pairs,
             heldout_pairs=result.heldout_pairs, heldout_accuracy=result.heldout_accuracy,
             segments=len({item.group or item.prefix for item in items}), epochs=result.steps,
             seed=self.settings.seed,
@@ -456,3 +457,9 @@ def _score_lines(store: ObjectStore, key: str) -> list[dict[str, Any]]:
 
 def _finite_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _median_output(result: FitResult, items: list[ScoredSegment]) -> float:
+    """R_phi's median over the training steps: the intrinsic bonus pays only above it."""
+    steps = np.concatenate([item.observations for item in items])
+    return float(np.median(result.function(steps)))

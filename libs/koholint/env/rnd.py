@@ -15,6 +15,18 @@ so at every step of every episode the intrinsic reward paid so far is at most ``
 (0.3) of the extrinsic magnitude so far. Curiosity can still pay on steps without
 extrinsic reward while budget remains; an episode with no extrinsic reward gets none.
 (The environment's coverage reward counts as extrinsic.)
+
+Under a sparse reward that rule pays nothing at all: the only extrinsic reward is the win,
+which ends the episode, so the budget is 0 at every step curiosity could pay. There the
+budget is measured against an *allowance* as well (``sparse_allowance``): the win's reward
+pro-rated over the episode's steps, ``allowance_per_step * t`` at step t, and the larger of
+the two counts:
+
+    paid_t = min(r_int_t, ratio * max(sum_{s<=t} |r_ext_s|, allowance_per_step * t)
+                          - sum_{s<t} paid_s)
+
+so curiosity pays at most 30% of what winning pays over a whole episode, no faster than
+evenly over its steps (a budget not spent early stays for novelty found later).
 """
 
 from __future__ import annotations
@@ -29,26 +41,43 @@ from torch import nn
 INTRINSIC_RATIO = 0.3
 
 
-class IntrinsicBudgets:
-    """Pays intrinsic reward out of a budget of `ratio` times the extrinsic magnitude so far,
-    for `count` episodes side by side (one per env of a vector env)."""
+def sparse_allowance(reward_mode: str, win_weight: float, max_episode_steps: int) -> float:
+    """The allowance per step under the sparse reward (the win's reward over the episode's
+    steps); 0 in the other modes, whose extrinsic reward is dense enough to budget against."""
+    if reward_mode != "sparse":
+        return 0.0
+    return abs(win_weight) / max(max_episode_steps, 1)
 
-    def __init__(self, count: int = 1, ratio: float = INTRINSIC_RATIO) -> None:
+
+class IntrinsicBudgets:
+    """Pays intrinsic reward out of a budget of `ratio` times the extrinsic magnitude so far
+    (or `allowance_per_step` times the steps so far, if larger), for `count` episodes side by
+    side (one per env of a vector env)."""
+
+    def __init__(self, count: int = 1, ratio: float = INTRINSIC_RATIO,
+                 allowance_per_step: float = 0.0) -> None:  # fmt: skip
         if not 0.0 <= ratio <= 1.0:
             raise ValueError(f"ratio {ratio} must be within [0, 1]")
+        if not (np.isfinite(allowance_per_step) and allowance_per_step >= 0):
+            raise ValueError(f"allowance_per_step {allowance_per_step} must be finite and >= 0")
         self.ratio = ratio
+        self.allowance_per_step = allowance_per_step
         self.extrinsic = np.zeros(count)  # |extrinsic| so far in each episode
         self.paid = np.zeros(count)  # intrinsic paid so far in each episode
+        self.steps = np.zeros(count)  # steps so far in each episode
 
     def reset(self, rows: Any = slice(None)) -> None:
         """New episodes for `rows` (indices or a mask; all by default)."""
         self.extrinsic[rows] = 0.0
         self.paid[rows] = 0.0
+        self.steps[rows] = 0.0
 
     def grant(self, rows: Any, extrinsic: Any, intrinsic: Any) -> np.ndarray:
         """The intrinsic reward to pay `rows` this step (never negative, never over budget)."""
         self.extrinsic[rows] += np.abs(extrinsic)
-        budget = np.maximum(self.ratio * self.extrinsic[rows] - self.paid[rows], 0.0)
+        self.steps[rows] += 1.0
+        measure = np.maximum(self.extrinsic[rows], self.allowance_per_step * self.steps[rows])
+        budget = np.maximum(self.ratio * measure - self.paid[rows], 0.0)
         paid: np.ndarray = np.minimum(np.maximum(intrinsic, 0.0), budget)
         self.paid[rows] += paid
         return paid
@@ -57,8 +86,8 @@ class IntrinsicBudgets:
 class IntrinsicBudget:
     """One episode's budget (``IntrinsicBudgets`` of one)."""
 
-    def __init__(self, ratio: float = INTRINSIC_RATIO) -> None:
-        self._budgets = IntrinsicBudgets(1, ratio)
+    def __init__(self, ratio: float = INTRINSIC_RATIO, allowance_per_step: float = 0.0) -> None:
+        self._budgets = IntrinsicBudgets(1, ratio, allowance_per_step)
         self.ratio = ratio
 
     def reset(self) -> None:

@@ -104,16 +104,26 @@ class LoadedRewardModel:
 
 
 class RewardModelPotential:
-    """R_phi of a stored version, normalised by its training statistics: the potential of
-    ``koholint.env.wrappers.ShapingWrapper``."""
+    """R_phi of a stored version, standardised by its training statistics: the potential of
+    ``koholint.env.wrappers.ShapingWrapper`` and the reward of ``BonusWrapper``, whose
+    `threshold` is the data set's median in the same units (0, the mean, on a card that did
+    not record the median)."""
 
     def __init__(self, model: LoadedRewardModel) -> None:
         self.version = model.version
         self.encoder_version = model.card.encoder_version
         self._function = model.function
+        self.threshold = standardised_median(model.card)
 
     def __call__(self, observations: np.ndarray) -> np.ndarray:
         return self._function.normalised(observations)
+
+
+def standardised_median(card: RewardModelCard) -> float:
+    """The card's median of R_phi in standardised units; 0 (the mean) where none was recorded."""
+    if card.output_median is None or not np.isfinite(card.output_median):
+        return 0.0
+    return (card.output_median - card.output_mean) / card.output_std
 
 
 def new_version(now: float | None = None) -> str:
@@ -233,7 +243,8 @@ def _function_from(data: bytes, card: RewardModelCard, version: str) -> RewardFu
         raise RewardModelError(
             f"{version}: layer shapes {shapes} do not match the card's sizes {widths}; retrain"
         )
-    if not (np.isfinite(card.output_mean) and np.isfinite(card.output_std)):
+    statistics = (card.output_mean, card.output_std, card.output_median or 0.0)
+    if not all(np.isfinite(value) for value in statistics):
         raise RewardModelError(f"{version}: output statistics are not finite; retrain")
     return RewardFunction(layers, card.output_mean, card.output_std)
 

@@ -45,6 +45,11 @@ class RewardModelCard(_Model):
     )
     output_mean: float = Field(description="mean of R_phi over the training steps")
     output_std: float = Field(gt=0, description="std of R_phi over the training steps")
+    output_median: float | None = Field(
+        None,
+        description="median of R_phi over the training steps: the intrinsic bonus pays only "
+        "above it (null on versions that did not record it: the mean stands in)",
+    )
     pairs: int = Field(ge=0, description="training pairs")
     heldout_pairs: int = Field(ge=0)
     heldout_accuracy: float = Field(ge=0, le=1)

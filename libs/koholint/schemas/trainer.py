@@ -71,6 +71,8 @@ class RunStatus(BaseModel):
     reached: dict[str, float] = Field(default_factory=dict)
     """per milestone (sword, puzzle, dungeon, key, instrument): the highest share of
     episodes (100-episode window) that had reached it"""
+    reached_last: dict[str, float] = Field(default_factory=dict)
+    """per milestone: the share of the last 100 episodes that had reached it"""
     reward_model: str | None = None
     """the reward-model version the envs shape their new episodes with (null: none yet)"""
     shaped_steps: dict[str, int] = Field(default_factory=dict)

@@ -86,13 +86,21 @@ class SelfImitation(_Group):
 
 
 class RewardModelShaping(_Group):
-    """The judges' reward model R_phi as a potential: F = gamma * Phi(s') - Phi(s)."""
+    """The judges' reward model R_phi in the reward: a potential, F = gamma * Phi(s') - Phi(s),
+    or an intrinsic bonus (Motif/ONI); docs/reward-model.md."""
 
     model: str = Field("", pattern=rf"^$|^latest$|{VERSION_PATTERN}")
     """empty = off, latest = each newly published version (loaded between iterations, used
     from each env's next episode), or one version (rm-...)"""
+    mode: Literal["potential", "bonus"] = "potential"
+    """potential: F = gamma * Phi(s') - Phi(s) with Phi = shaping_scale * R_phi; bonus:
+    bonus_coefficient * r * 1[r > median] / N_ep(event)^3, r = R_phi standardised over its
+    data set, N_ep = arrivals this episode in the state's room with what Link holds"""
     shaping_scale: JsonFloat = Field(0.1, ge=0, le=100)
-    """Phi = scale * R_phi (normalised by its training std)"""
+    """potential mode: Phi = scale * R_phi (normalised by its training std)"""
+    bonus_coefficient: JsonFloat = Field(0.2, ge=0, le=10)
+    """bonus mode: the weight of the standardised R_phi (Motif and ONI used 0.1-0.4 of the
+    extrinsic reward's scale)"""
 
 
 class TrainConfig(BaseSettings):
@@ -169,7 +177,7 @@ class TrainConfig(BaseSettings):
     sil: SelfImitation = Field(default_factory=SelfImitation)
     """self-imitation learning"""
     reward: RewardModelShaping = Field(default_factory=RewardModelShaping)
-    """shaping by the judges' reward model"""
+    """the judges' reward model in the reward: a potential or an intrinsic bonus"""
 
     @classmethod
     def settings_customise_sources(

@@ -13,13 +13,15 @@ from koholint.schemas.trainer import RunStatus
 class LearningCurve:
     def __init__(self) -> None:
         self.points: list[dict[str, float]] = []
-        """env steps, rooms, cells and archive cells after each iteration"""
+        """env steps, rooms, cells and archive cells after each iteration, and the share of
+        the last 100 episodes that reached each milestone (``reached_<milestone>``)"""
 
     def add(self, status: RunStatus) -> None:
         """The point after an iteration, from the run's status."""
         self.points.append({
             "env_steps": status.env_steps, "rooms": status.rooms_mean or 0.0,
             "cells": status.cells_mean or 0.0, "archive_cells": status.archive_cells,
+            **{f"reached_{name}": share for name, share in status.reached_last.items()},
         })  # fmt: skip
 
     def resume(self, points: list[dict[str, float]], step: int) -> None:

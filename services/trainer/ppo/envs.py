@@ -20,10 +20,12 @@ import ray
 from koholint.bus import RedisBus
 from koholint.clients.planner import PlannerClient
 from koholint.env.export import EXPORT_COUNTS, ExportQueue
-from koholint.env.rnd import RndConfig
+from koholint.env.rnd import RndConfig, sparse_allowance
 from koholint.env.wrappers import (
+    BonusWrapper,
     PlannerControlWrapper,
     PositionPublisherWrapper,
+    RewardModelWrapper,
     SegmentRecorder,
     ShapingWrapper,
 )
@@ -168,7 +170,17 @@ def wrap_train_vector(
     config: TrainConfig, envs: gym.vector.VectorEnv[Any, Any, Any]
 ) -> gym.vector.VectorEnv[Any, Any, Any]:
     """The trainer's wrapper around a runner's whole vector env: batched RND curiosity."""
-    return CuriosityVectorWrapper(envs, weight=config.curiosity_weight, rnd=RndConfig())
+    allowance = sparse_allowance(config.env.reward_mode, config.env.reward_weights.win,
+                                 config.env.max_episode_steps)  # fmt: skip
+    return CuriosityVectorWrapper(envs, weight=config.curiosity_weight, rnd=RndConfig(),
+                                  allowance_per_step=allowance)  # fmt: skip
+
+
+def reward_model_wrapper(config: TrainConfig, env: gym.Env[np.ndarray, Any]) -> RewardModelWrapper:
+    """R_phi in the reward, as the run's reward.mode says: a potential or a bonus."""
+    if config.reward.mode == "bonus":
+        return BonusWrapper(env, coefficient=config.reward.bonus_coefficient)
+    return ShapingWrapper(env, gamma=config.gamma, scale=config.reward.shaping_scale)
 
 
 def wrap_train_env(
@@ -194,7 +206,7 @@ def wrap_train_env(
             env, source, restart_every=config.archive_restart_every, known=source.known_here
         )
     if config.reward.model:  # off until the driver hands over a version (trainer/ppo/shaping.py)
-        env = ShapingWrapper(env, gamma=config.gamma, scale=config.reward.shaping_scale)
+        env = reward_model_wrapper(config, env)
     if config.export_every_episodes:
         exporter = process_exporter(deployment.store_url, deployment.redis_url)
         env = SegmentRecorder(

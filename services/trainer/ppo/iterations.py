@@ -90,6 +90,7 @@ def read_result(result: dict[str, Any], status: RunStatus) -> None:
         value = _number(runners.get(f"reached_{milestone}"))
         if value is not None:
             status.reached[milestone] = max(status.reached.get(milestone, 0.0), value)
+            status.reached_last[milestone] = value
     for name in EXPORT_COUNTS:
         value = _number(runners.get(f"export_segments_{name}"))
         if value is not None:

@@ -1,7 +1,8 @@
-"""The trainer's side of reward-model shaping: which model shapes, and handing it to the envs.
+"""The trainer's side of the reward model: which version, and handing it to the envs.
 
 Between iterations the driver asks its ``RewardModelSource`` for a new version; a new one is
-sent to every env runner, whose ``ShapingWrapper``s switch to it at their next episode (never
+sent to every env runner, whose ``RewardModelWrapper``s (``ShapingWrapper`` in potential
+mode, ``BonusWrapper`` in bonus mode) switch to it at their next episode (never
 mid-episode). After each iteration the driver gathers, from every wrapper, how many steps
 each version shaped and the sum of the shaping terms: the run status and the ledger record
 them.
@@ -17,7 +18,7 @@ import gymnasium as gym
 
 from koholint.bus import RedisBus
 from koholint.env.encoding import encoder_version
-from koholint.env.wrappers import ShapingWrapper
+from koholint.env.wrappers import RewardModelWrapper
 from koholint.reward.hotload import LATEST, RewardModelSource
 from koholint.reward.model import LoadedRewardModel, RewardModelPotential, load_version
 from koholint.store import ObjectStore
@@ -41,16 +42,16 @@ class ShapingReport:
     """envs whose next episode would not use `version` (an env runner Ray restarted)"""
 
 
-def shaping_wrappers(env: Any) -> list[ShapingWrapper]:
-    """Every ShapingWrapper in an env, a vector env (``.envs``, under RLlib's vector
+def shaping_wrappers(env: Any) -> list[RewardModelWrapper]:
+    """Every RewardModelWrapper in an env, a vector env (``.envs``, under RLlib's vector
     wrappers) or a wrapper chain."""
-    found: list[ShapingWrapper] = []
+    found: list[RewardModelWrapper] = []
     if isinstance(env, gym.vector.VectorWrapper):
         env = env.unwrapped
     for member in getattr(env, "envs", None) or [env]:
         layer = member
         while layer is not None:
-            if isinstance(layer, ShapingWrapper):
+            if isinstance(layer, RewardModelWrapper):
                 found.append(layer)
             layer = layer.env if isinstance(layer, gym.Wrapper) else None
     return found

@@ -44,6 +44,8 @@ def test_scores_on_the_bus_train_and_publish_a_version(tmp_path: Path):
     assert card.heldout_accuracy > 0.6
     assert card.source_scores[0].startswith("rk-episodes/syn/")
     loaded = load_version(service.store, card.version, expected_encoder=service.encoder_version)
+    steps = np.concatenate([segment.observations for segment in segments])
+    assert card.output_median == pytest.approx(float(np.median(loaded.function(steps))), rel=1e-5)
     event = bus.consume(service.settings.models_stream, "trainer", "t")[0].payload
     assert event["version"] == card.version
     assert event["encoder_version"] == loaded.card.encoder_version

@@ -7,14 +7,21 @@ from koholint.env.wrappers.curiosity import CuriosityWrapper
 from koholint.env.wrappers.export import SegmentRecorder
 from koholint.env.wrappers.planner import PlannerControlWrapper
 from koholint.env.wrappers.positions import PositionPublisher, PositionPublisherWrapper
-from koholint.env.wrappers.shaping import Potential, ShapingWrapper
+from koholint.env.wrappers.shaping import (
+    BonusWrapper,
+    Potential,
+    RewardModelWrapper,
+    ShapingWrapper,
+)
 
 __all__ = [
+    "BonusWrapper",
     "CuriosityWrapper",
     "PlannerControlWrapper",
     "PositionPublisher",
     "PositionPublisherWrapper",
     "Potential",
+    "RewardModelWrapper",
     "SegmentRecorder",
     "ShapingWrapper",
 ]

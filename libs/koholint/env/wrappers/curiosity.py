@@ -12,21 +12,23 @@ from koholint.env.rnd import INTRINSIC_RATIO, IntrinsicBudget, IntrinsicBudgets,
 
 
 class CuriosityWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
-    """Adds RND intrinsic reward, paid from a budget of 30% of the episode's extrinsic reward.
+    """Adds RND intrinsic reward, paid from a budget of 30% of the episode's extrinsic reward
+    (or of `allowance_per_step` times its steps, if larger: ``koholint.env.rnd``).
 
     The predictor trains on this env's own observations every `train_every` steps.
     ``info['reward_components']`` gains ``intrinsic`` (paid) and ``intrinsic_raw``.
     """
 
     def __init__(self, env: gym.Env[np.ndarray, Any], *, weight: float = 1.0, ratio: float = INTRINSIC_RATIO,
-                 train_every: int = 128, rnd: RndConfig | None = None) -> None:  # fmt: skip
+                 train_every: int = 128, rnd: RndConfig | None = None,
+                 allowance_per_step: float = 0.0) -> None:  # fmt: skip
         super().__init__(env)
         if weight < 0 or train_every < 1:
             raise ValueError(f"weight {weight} must be >= 0 and train_every {train_every} >= 1")
         self.weight = weight
         self.train_every = train_every
         self.rnd = Rnd(rnd)
-        self.budget = IntrinsicBudget(ratio)
+        self.budget = IntrinsicBudget(ratio, allowance_per_step)
         self._buffer: list[np.ndarray] = []
 
     def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
@@ -68,7 +70,7 @@ class CuriosityVectorWrapper(gym.vector.VectorWrapper):
 
     def __init__(self, env: gym.vector.VectorEnv[Any, Any, Any], *, weight: float = 1.0,
                  ratio: float = INTRINSIC_RATIO, train_every: int = 128,
-                 rnd: RndConfig | None = None) -> None:  # fmt: skip
+                 rnd: RndConfig | None = None, allowance_per_step: float = 0.0) -> None:  # fmt: skip
         super().__init__(env)
         if weight < 0 or train_every < 1:
             raise ValueError(f"weight {weight} must be >= 0 and train_every {train_every} >= 1")
@@ -82,7 +84,7 @@ class CuriosityVectorWrapper(gym.vector.VectorWrapper):
         self.train_every = train_every
         self.rnd = Rnd(rnd)
         count = env.num_envs
-        self.budgets = IntrinsicBudgets(count, ratio)  # one per env's episode
+        self.budgets = IntrinsicBudgets(count, ratio, allowance_per_step)  # one per episode
         self._resetting = np.zeros(count, np.bool_)  # the next step resets these envs
         self.last_step_reset = np.zeros(count, np.bool_)
         """the envs that the last step reset (paid nothing: their episodes had ended)"""

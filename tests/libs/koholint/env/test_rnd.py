@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from koholint.env.rnd import IntrinsicBudget, Rnd, RndConfig
+from koholint.env.rnd import IntrinsicBudget, Rnd, RndConfig, sparse_allowance
 
 steps = st.lists(st.tuples(st.floats(-10, 10), st.floats(0, 100)), min_size=1, max_size=200)
 
@@ -85,3 +85,32 @@ def test_running_std_of_single_values_matches_batch_updates():
     assert one_by_one.count == pytest.approx(batched.count)
     assert float(one_by_one.mean) == pytest.approx(float(batched.mean))
     assert float(one_by_one.std) == pytest.approx(float(batched.std))
+
+
+def test_under_the_sparse_reward_curiosity_pays_from_the_wins_reward_spread_over_the_episode():
+    allowance = sparse_allowance("sparse", win_weight=10.0, max_episode_steps=100)
+    assert allowance == pytest.approx(0.1)
+    assert sparse_allowance("progress", 10.0, 100) == 0.0  # dense rewards: the rule as it was
+    without = IntrinsicBudget()
+    assert [without.grant(0.0, 1.0) for _ in range(3)] == [0.0, 0.0, 0.0]
+    budget = IntrinsicBudget(allowance_per_step=allowance)
+    assert budget.grant(0.0, 1.0) == pytest.approx(0.03)  # 0.3 * 0.1 * 1 step
+    assert budget.grant(0.0, 0.0) == 0.0  # nothing asked: the budget is kept
+    assert budget.grant(0.0, 1.0) == pytest.approx(0.06)  # 0.3 * 0.1 * 3 - 0.03
+    paid = sum(budget.grant(0.0, 1.0) for _ in range(97))
+    assert 0.09 + paid == pytest.approx(0.3 * 10.0)  # the whole episode: 30% of the win
+    budget.reset()
+    assert budget.grant(0.0, 1.0) == pytest.approx(0.03)
+
+
+@settings(max_examples=200, deadline=None)
+@given(episode=steps, allowance=st.floats(0, 1))
+def test_with_an_allowance_intrinsic_stays_within_30_percent_of_the_larger_measure(
+    episode, allowance
+):
+    budget = IntrinsicBudget(allowance_per_step=allowance)
+    extrinsic_so_far = paid_so_far = 0.0
+    for step, (extrinsic, intrinsic) in enumerate(episode, start=1):
+        paid_so_far += budget.grant(extrinsic, intrinsic)
+        extrinsic_so_far += abs(extrinsic)
+        assert paid_so_far <= 0.3 * max(extrinsic_so_far, allowance * step) + 1e-9

@@ -65,6 +65,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "hidden_sizes": ("[32]", ["16", "8"], [16, 8]),
         "start_state": ("title", "before_npc", "before_npc"),
         "reward_mode": ("sparse", "progress", "progress"),
+        "mode": ("bonus", "potential", "potential"),
         "reward_weights": ('{"win": 3.0}', '{"win": 5.0}', 5.0),
         "phase": ("explore", "both", "both"),
         "trajectory": ("a/win.actions", "b/win.actions", "b/win.actions"),

@@ -179,3 +179,16 @@ def test_an_iteration_without_ended_episodes_keeps_the_last_episode_metrics():
     read_result({"env_runners": {"num_env_steps_sampled_lifetime": 512, "rooms": float("nan")}},
                 status)  # fmt: skip
     assert (status.iterations, status.env_steps, status.rooms_mean) == (2, 512, 3.0)
+
+
+def test_the_curve_keeps_each_milestones_share_of_the_last_episodes_not_the_best_so_far():
+    from trainer.ppo.curve import LearningCurve
+    from trainer.ppo.iterations import read_result
+
+    status, curve = RunStatus(run="r"), LearningCurve()
+    for steps, share in ((256, 0.25), (512, 0.0)):
+        read_result({"env_runners": {"num_env_steps_sampled_lifetime": steps,
+                                     "reached_sword": share}}, status)  # fmt: skip
+        curve.add(status)
+    assert [point["reached_sword"] for point in curve.points] == [0.25, 0.0]
+    assert status.reached["sword"] == 0.25  # the status keeps the best window

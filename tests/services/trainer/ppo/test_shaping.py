@@ -138,3 +138,31 @@ def test_a_real_trainer_hot_loads_a_version_published_between_iterations(tmp_pat
     assert status.shaped_steps[published[0]] == 2 * (512 - 192)
     ledger = json.loads(store.get("checkpoints/hot/ledger.json"))
     assert ledger["checkpoints"][-1]["metrics"][f"shaped_steps.{published[0]}"] > 0
+
+
+@pytest.mark.parametrize(("mode", "wrapper"), [("potential", "ShapingWrapper"),
+                                               ("bonus", "BonusWrapper")])  # fmt: skip
+def test_the_runs_reward_mode_picks_the_wrapper_and_the_driver_finds_either(mode, wrapper):
+    from trainer.ppo.config import TrainConfig
+    from trainer.ppo.envs import reward_model_wrapper
+
+    config = TrainConfig.load({"reward": {"model": "latest", "mode": mode,
+                                          "bonus_coefficient": 0.3}}, {})  # fmt: skip
+    envs = make_vector_env(2, wrap=lambda env, index: reward_model_wrapper(config, env),
+                           max_episode_steps=5)  # fmt: skip
+    found = shaping_wrappers(envs)
+    assert [type(w).__name__ for w in found] == [wrapper, wrapper]
+    if mode == "bonus":
+        assert found[0].coefficient == 0.3
+    envs.close()
+
+
+def test_the_sparse_reward_gives_curiosity_an_allowance_and_the_others_do_not():
+    from trainer.ppo.config import TrainConfig
+    from trainer.ppo.envs import wrap_train_vector
+
+    for reward_mode, expected in (("sparse", 10.0 / 1024), ("progress+coverage", 0.0)):
+        config = TrainConfig.load({"env": {"reward_mode": reward_mode}}, {})
+        envs = wrap_train_vector(config, make_vector_env(1, max_episode_steps=5))
+        assert envs.budgets.allowance_per_step == pytest.approx(expected)
+        envs.close()
