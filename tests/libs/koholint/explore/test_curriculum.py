@@ -20,7 +20,7 @@ from koholint.explore.curriculum import (
 from koholint.explore.trajectory import winning_demo
 from koholint.game.ram import GameplayType, MotionState, RamAddress
 
-WIN_DIRECTORY = Path(__file__).parents[5] / "benchmarks" / "results" / "win"
+WIN_DIRECTORY = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
 DEMO = [DemoState(step, f"state-{step}".encode()) for step in (0, 8, 16, 24, 32)]
 
 
