@@ -65,6 +65,8 @@ StartState = Annotated[
     # Over JSON a start is a state's name or null; bytes and callables come only from code.
     WithJsonSchema({"anyOf": [{"enum": list(STATE_NAMES)}, {"type": "null"}]}),
 ]
+# Constraints inside the integer (not on an optional field), so the schema states them.
+CartridgeSeed = Annotated[int, Field(ge=0, le=255), BeforeValidator(number_not_text)]
 Weight = Annotated[
     float, Field(ge=-MAX_REWARD_WEIGHT, le=MAX_REWARD_WEIGHT), BeforeValidator(number_not_text)
 ]
@@ -120,5 +122,5 @@ class EnvSettings(BaseModel):
     """the weight of each reward component"""
     coverage_bin: JsonInt = Field(16, ge=1, le=MAX_COVERAGE_BIN)
     """side of a coverage cell in pixels (16 = one tile)"""
-    cartridge_seed: JsonInt | None = Field(0, ge=0, le=255)
+    cartridge_seed: CartridgeSeed | None = 0
     """the game's own RNG seed byte (C0F0), written at reset; null draws one per reset"""

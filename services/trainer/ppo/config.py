@@ -21,7 +21,7 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -68,7 +68,7 @@ class Curriculum(CurriculumSettings):
 
     trajectory: str = Field("", max_length=4096)
     """the winning actions, one byte each (win.actions from koholint explore)"""
-    end_on_death: bool = True
+    end_on_death: StrictBool = True
     """an episode ends when Link passes out (he respawns outside the dungeon)"""
 
 
@@ -81,7 +81,7 @@ class SelfImitation(_Group):
     """the K best segments (by return) kept"""
     period: JsonInt = Field(1, ge=1, le=1000)
     """add its loss every this many learner updates"""
-    demo: bool = True
+    demo: StrictBool = True
     """robustify: the winning trajectory's steps are pinned in the buffer (needs weight > 0)"""
 
 
@@ -140,9 +140,9 @@ class TrainConfig(BaseSettings):
         [64, 64], min_length=1, max_length=8
     )
     """hidden layers of the policy and of the value network (separate, tanh)"""
-    lean_sampling: bool = True
+    lean_sampling: StrictBool = True
     """sample through the trainer's own connectors (ppo/rllib) instead of RLlib's general ones"""
-    overlap_sampling: bool = False
+    overlap_sampling: StrictBool = False
     """env runners sample the next batch while the learner updates on this one (one update
     of policy lag, learned as decoupled PPO; docs/trainer.md says what it costs in learning)"""
     env: EnvSettings = Field(default_factory=lambda: EnvSettings(**TRAIN_ENV_DEFAULTS))
