@@ -153,15 +153,18 @@ class RewardModelService:
             return list(self._comparisons.values())
 
     def preferences(self, seed: int = 0) -> tuple[list[ScoredSegment], list[Preference]]:
-        """(items, pairs): state pairs from the judges' comparisons when there are any, else
-        pairs of whole segments from their scores (records written before comparisons)."""
+        """(items, pairs): state pairs from the judges' comparisons when they decided any, else
+        pairs of whole segments from their scores (records written before comparisons, or a
+        batch whose states the judges all found alike)."""
         settings, segments = self.settings, self.segments()
         comparisons = self.comparisons()
         if comparisons:
             by_prefix = {segment.prefix: segment for segment in segments}
-            return build_state_preferences(
+            items, state_pairs = build_state_preferences(
                 by_prefix, comparisons, max_pairs=settings.max_pairs, seed=seed
             )
+            if state_pairs:
+                return items, state_pairs
         pairs = build_preferences(
             segments, margin=settings.margin, max_pairs=settings.max_pairs, seed=seed
         )

@@ -131,6 +131,25 @@ def test_without_comparisons_the_segments_pairs_are_used_as_before(tmp_path):
     assert card.heldout_truth_accuracy is None
 
 
+def test_comparisons_that_decide_nothing_leave_the_segments_pairs(tmp_path):
+    """A short run where no state is further along than another: every comparison is a tie,
+    and the segments' own scores still make the preferences."""
+    store = LocalStore(tmp_path / "store")
+    segments, prefixes = export_with_progress(store, 30)
+    document = comparisons_document(segments, prefixes, accuracy=1.0, pairs=200)
+    ties = document.model_copy(update={"preferred": [0] * len(document.preferred)})
+    store.put("scores/syn/comparisons/0.json", ties.model_dump_json().encode())
+    service = RewardModelService(
+        Settings(store_url=str(tmp_path / "store"), accuracy_floor=0.5, ensemble_size=1), store
+    )
+    event = scores_event("syn", prefixes, segments)
+    event["comparisons_key"] = "scores/syn/comparisons/0.json"
+    assert service.add_event(event) == 30
+    status = service.train()
+    assert status.state == "published", status.detail
+    assert service.latest().card.pair_kind == "segments"
+
+
 def test_a_version_one_card_is_still_read(tmp_path):
     import json
 
