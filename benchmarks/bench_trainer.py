@@ -489,7 +489,8 @@ def measured_rows(steps: int, cores: int, connectors: bool, nodes: bool,
     }  # fmt: skip
     if scale:  # 2 runners x 4 envs is the row above
         for runners in (1, 4):
-            runs[f"trainer, plain PPO, {runners} runner(s) x {8 // runners} envs"] = Row(
+            label = f"{runners} runner{'s' if runners > 1 else ''} x {8 // runners} envs"
+            runs[f"trainer, plain PPO, {label}"] = Row(
                 functools.partial(training, steps, **shape(8, runners), **PLAIN), SB3_8)  # fmt: skip
     if connectors:
         runs["trainer, plain PPO, 2 runners x 4 envs, RLlib's connectors"] = Row(
