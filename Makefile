@@ -15,7 +15,7 @@ INSTALLED = $(VENV)/.installed
 FASTPATH = $(VENV)/.fastpath
 PACKAGE_INITS = $(wildcard libs/*/__init__.py services/*/__init__.py)
 
-.PHONY: help setup test test-fast lint format cartridge states run bench clean
+.PHONY: help setup test test-fast lint format cartridge states run bench bench-venv-puffer clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -65,7 +65,27 @@ run: $(INSTALLED) $(FASTPATH) ## Run the main job: koholint $RUN_ARGS (default: 
 bench: $(INSTALLED) ## Benchmark the emulator on the cartridge
 	$(PY) benchmarks/bench_cartridge.py
 
+# PufferLib for bench_trainer.py's side-by-side row, in a venv of its own: pufferlib-core pins
+# torch exactly and its extension links PyPI's default (CUDA) build, which the project's venv
+# must not get. A benchmark dependency only; setup and test never make it.
+PUFFER_VENV ?= .venv-puffer
+PUFFER_TORCH_VERSION ?= 2.9.0
+PUFFERLIB_VERSION ?= 3.0.23
+
+bench-venv-puffer: $(PUFFER_VENV)/.installed ## Create .venv-puffer (torch 2.9.0, pufferlib-core 3.0.23, the project without its extras) for the PufferLib benchmark row
+
+$(PUFFER_VENV)/.installed: pyproject.toml
+	@test -x $(PUFFER_VENV)/bin/python || $(PYTHON) -m venv $(PUFFER_VENV)
+	$(PUFFER_VENV)/bin/python -m pip install --upgrade pip
+	$(PUFFER_VENV)/bin/python -m pip install torch==$(PUFFER_TORCH_VERSION) pufferlib-core==$(PUFFERLIB_VERSION)
+	@# The project without its dependencies (the trainer extra pins another torch), then only
+	@# what the env needs at runtime. The env uses the fast path `make setup` built in libs/
+	@# (same PyBoy pin), so this target never rebuilds it under the main venv.
+	$(PUFFER_VENV)/bin/python -m pip install --no-deps -e .
+	$(PUFFER_VENV)/bin/python -m pip install pyboy==2.8.1 gymnasium==1.2.2 numpy 'pydantic>=2.7' 'minio>=7.2' 'httpx>=0.27'
+	@touch $@
+
 clean: ## Remove caches and build outputs (keeps the venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache cartridge/build
-	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
-	find . -path ./$(VENV) -prune -o -name '*.egg-info' -type d -prune -exec rm -rf {} +
+	find . -path ./$(VENV) -prune -o -path ./$(PUFFER_VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+	find . -path ./$(VENV) -prune -o -path ./$(PUFFER_VENV) -prune -o -name '*.egg-info' -type d -prune -exec rm -rf {} +

@@ -1,29 +1,40 @@
-"""Benchmark the trainer's throughput against Stable-Baselines3 PPO and the bare env.
+"""Benchmark the trainer's throughput against Stable-Baselines3, PufferLib and the bare env.
 
-    .venv/bin/python benchmarks/bench_trainer.py [--steps 16384] [--rounds 1] [--connectors] [--nodes]
+    .venv/bin/python benchmarks/bench_trainer.py [--steps 16384] [--rounds 1] [--scale] [--connectors] [--nodes]
 
 In one run, batches of 1,024 env steps (2 envs x 512 or 8 envs x 128), minibatches of 256,
-4 epochs, torch on one thread: one koholint/Zelda-v1 stepped with random actions (the env's
-ceiling here); then for 2 and for 8 envs, Stable-Baselines3 PPO (DummyVecEnv; with 8 envs
-also SubprocVecEnv, one process per env: the fair multi-process comparison) and the trainer
-(RLlib new API stack) with the same shapes: plain PPO (no curiosity, archive or export: what
-SB3 does) and the defaults with every feature (RND curiosity, Go-Explore archive, export).
-``--connectors`` adds plain PPO through RLlib's default connectors (the lean sampling path's
-baseline); ``--nodes`` adds plain PPO 2 runners x 4 envs on a Ray cluster started with
-``ray start`` on this machine: one node with 2 CPUs, then two nodes with 1 CPU each (the same
-cores: the row shows the cost of a second node, not a speed-up). PufferLib is tried and its
-absence explained. Prints env steps/s and the ratio to SB3 (DummyVecEnv) with as many envs.
+4 epochs, torch on one thread: the env's ceiling, one koholint/Zelda-v1 per core stepped with
+random actions in parallel processes on every core this process may use (``--cores``), and
+one env on one core; then for 2 and for 8 envs, Stable-Baselines3 PPO (DummyVecEnv; with 8
+envs also SubprocVecEnv, one process per env: the fair multi-process comparison) and the
+trainer (RLlib new API stack) with the same shapes: plain PPO (no curiosity, archive or
+export: what SB3 does) and the defaults with every feature (RND curiosity, Go-Explore
+archive, export). With 8 envs, PufferLib's PPO (``PuffeRL``, hidden 64) on its Serial and
+its Multiprocessing (2 workers; all 8 envs a step, or PufferLib's async batches of 4)
+backends, run by ``bench_puffer.py`` in ``.venv-puffer``
+(``make bench-venv-puffer``: PufferLib pins its own torch); without that venv the row says
+how to make it. ``--scale`` adds plain PPO with the 8 envs on 1 and on 4 runners (2 is a
+row already). ``--connectors`` adds plain PPO through RLlib's default connectors (the lean
+sampling path's baseline); ``--nodes`` adds plain PPO 2 runners x 4 envs on a Ray cluster
+started with ``ray start`` on this machine: one node with 2 CPUs, then two nodes with 1 CPU
+each (the same cores: the row shows the cost of a second node, not a speed-up). Prints env
+steps/s, the ratio to SB3 (DummyVecEnv) with as many envs, to PufferLib's best backend, and
+to the all-cores ceiling.
 ``--feature-costs`` prints only the CPU time per env step of each feature on a runner's 4 envs
 stepped in this process. ``--runner-ab`` measures only every feature with the trainer's
-``LeanEnvRunner`` and with RLlib's ``SingleAgentEnvRunner``, alternated. ``--rounds N`` measures every row N times, the rows interleaved (on a shared machine a burst
-of load then falls on several rows, not on one), and keeps each row's best.
+``LeanEnvRunner`` and with RLlib's ``SingleAgentEnvRunner``, alternated. ``--rounds N``
+measures every row N times, the rows interleaved (on a shared machine a burst of load then
+falls on several rows, not on one), and keeps each row's best.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import functools
+import json
+import multiprocessing
 import os
 import shutil
 import signal
@@ -42,16 +53,53 @@ from koholint.env.zelda import ZeldaEnv
 
 
 def baseline(steps: int) -> float:
-    env = ZeldaEnv({"max_episode_steps": 1024, "info_state": False})
-    env.reset(seed=0)
-    rng = np.random.default_rng(0)
+    """One env on one core, random actions: env steps/s."""
+    env, actions = _random_env(steps, seed=0)
     started = time.perf_counter()
-    for _ in range(steps):
-        _, _, terminated, truncated, _ = env.step(int(rng.integers(9)))
+    _step_through(env, actions)
+    return steps / (time.perf_counter() - started)
+
+
+def _random_env(steps: int, seed: int) -> tuple[ZeldaEnv, list[int]]:
+    env = ZeldaEnv({"max_episode_steps": 1024, "info_state": False})
+    env.reset(seed=seed)
+    return env, [int(action) for action in np.random.default_rng(seed).integers(9, size=steps)]
+
+
+def _step_through(env: ZeldaEnv, actions: list[int]) -> None:
+    for action in actions:
+        _, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             env.reset()
     env.close()
-    return steps / (time.perf_counter() - started)
+
+
+def baseline_all_cores(steps: int, cores: int) -> float:
+    """One random-action env per core, each in its own process, started together: all their
+    env steps over the time from the common start to the last one's end."""
+    context = multiprocessing.get_context("spawn")  # no fork of a process that ran Ray/torch
+    ready = context.Barrier(cores + 1)
+    results = context.Queue()
+    workers = [
+        context.Process(target=_ceiling_worker, args=(steps, seed, ready, results))
+        for seed in range(cores)
+    ]
+    for worker in workers:
+        worker.start()
+    ready.wait(timeout=300)  # every env built and reset: the stepping starts together
+    spans = [results.get(timeout=900) for _ in workers]
+    for worker in workers:
+        worker.join()
+    started, finished = min(span[0] for span in spans), max(span[1] for span in spans)
+    return cores * steps / (finished - started)
+
+
+def _ceiling_worker(steps: int, seed: int, ready: Any, results: Any) -> None:
+    env, actions = _random_env(steps, seed)
+    ready.wait(timeout=300)
+    started = time.monotonic()  # CLOCK_MONOTONIC: one clock for every process on Linux
+    _step_through(env, actions)
+    results.put((started, time.monotonic()))
 
 
 BATCH = 1024
@@ -100,10 +148,72 @@ def training(steps: int, ray_address: str = "", **overrides: object) -> float:
         store_url=f"{folder}/store", run_dir=f"{folder}/runs", ray_address=ray_address
     )
     rates: list[float] = []
-    TrainingRun(config, deployment).run(
-        on_iteration=lambda status: rates.append(status.steps_per_second)
-    )
+    timers: list[dict[str, float]] = []
+    with _recording_timers(timers):
+        TrainingRun(config, deployment).run(
+            on_iteration=lambda status: rates.append(status.steps_per_second)
+        )
+    _print_timers(timers)
     return rates[-1]
+
+
+@contextlib.contextmanager
+def _recording_timers(timers: list[dict[str, float]]) -> Iterator[None]:
+    """Each iteration's wall time and its parts, timed in the driver around RLlib's PPO calls:
+    sampling (the runners' sample, until the batch is back), the learner update, the weight
+    sync; the rest of the iteration (metrics, callbacks, the trainer's own) is what is left.
+    RLlib's own timers are running means dominated by the first iterations."""
+    from ray.rllib.algorithms.ppo import ppo
+    from ray.rllib.core.learner.learner_group import LearnerGroup
+    from ray.rllib.env.env_runner_group import EnvRunnerGroup
+
+    from trainer.ppo import iterations
+
+    parts: dict[str, float] = {}
+    last = [time.perf_counter()]
+
+    def timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return function(*args, **kwargs)
+            finally:
+                parts[name] = parts.get(name, 0.0) + time.perf_counter() - started
+
+        return call
+
+    def recording(result: dict[str, Any], status: Any) -> None:
+        now = time.perf_counter()
+        timers.append({**parts, "iteration": now - last[0]})
+        parts.clear()
+        last[0] = now
+        read_result(result, status)
+
+    patches = [(ppo, "synchronous_parallel_sample", "sampling"),
+               (LearnerGroup, "update", "learner"), (EnvRunnerGroup, "sync_weights", "sync")]  # fmt: skip
+    originals = [(owner, attribute, getattr(owner, attribute)) for owner, attribute, _ in patches]
+    read_result = iterations.read_result
+    for (owner, attribute, name), (_, _, original) in zip(patches, originals, strict=True):
+        setattr(owner, attribute, timed(name, original))
+    iterations.read_result = recording
+    try:
+        yield
+    finally:
+        iterations.read_result = read_result
+        for owner, attribute, original in originals:
+            setattr(owner, attribute, original)
+
+
+def _print_timers(timers: list[dict[str, float]]) -> None:
+    """Where a 1,024-step iteration went: ms, the mean over the iterations after the first two
+    (Ray's actors warming up)."""
+    steady = timers[2:] or timers
+    names = ("iteration", "sampling", "learner", "sync")
+    means = {n: 1000 * float(np.mean([t.get(n, 0.0) for t in steady])) for n in names}
+    rest = means["iteration"] - means["sampling"] - means["learner"] - means["sync"]
+    print(f"  ms per iteration ({len(steady)} iterations): "
+          + ", ".join(f"{n} {v:.0f}" for n, v in means.items()) + f", rest {rest:.0f}", flush=True)  # fmt: skip
 
 
 def runner_ab(steps: int, rounds: int) -> None:
@@ -172,19 +282,29 @@ def _feature_wrappers(features: str, archive: Any, known: dict[Any, int], export
     return env
 
 
-def pufferlib_absence() -> str:
-    """Why there is no PufferLib row (empty when it imports)."""
-    try:
-        import pufferlib  # noqa: F401
-    except ImportError:
-        return (
-            "PufferLib: not installed. pufferlib 3.0.0 (the current release) is a source "
-            "distribution whose build downloads Raylib from GitHub, which this machine cannot "
-            "reach (only package registries); 2.0.2, the last wheel, pins numpy==1.23.3, "
-            "gymnasium<=0.29.1 and gym<=0.23, which conflict with the project's numpy 2 and "
-            "gymnasium 1.2.2."
-        )
-    return "PufferLib imports, but this benchmark has no PufferLib row yet."
+PUFFER_PYTHON = Path(__file__).resolve().parent.parent / ".venv-puffer" / "bin" / "python"
+PUFFER_SCRIPT = Path(__file__).with_name("bench_puffer.py")
+
+
+class RowFailed(RuntimeError):
+    """A row that could not be measured; its message says why and how to fix it."""
+
+
+def pufferlib(steps: int, backend: str, vec_batch: int = 0) -> float:
+    """PufferLib's PPO (PuffeRL) on the same env and shapes, run by bench_puffer.py in
+    .venv-puffer (PufferLib pins its own torch): env steps/s."""
+    if not PUFFER_PYTHON.exists():
+        raise RowFailed(f"no {PUFFER_PYTHON.parent.parent.name}: run `make bench-venv-puffer` "
+                        "(torch 2.9.0 + pufferlib-core 3.0.23 in a venv of their own)")  # fmt: skip
+    command = [str(PUFFER_PYTHON), str(PUFFER_SCRIPT), "--steps", str(steps), "--envs", "8",
+               "--backend", backend, "--workers", "2", "--vec-batch", str(vec_batch)]  # fmt: skip
+    root = PUFFER_SCRIPT.parent.parent
+    environment = {**os.environ, "PYTHONPATH": f"{root / 'libs'}:{root / 'services'}"}
+    result = subprocess.run(command, env=environment, capture_output=True, text=True)
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-15:])
+        raise RowFailed(f"`{' '.join(command)}` exited {result.returncode}:\n{tail}")
+    return float(json.loads(result.stdout.strip().splitlines()[-1])["env_steps_per_second"])
 
 
 def _ray_start(arguments: list[str], environment: dict[str, str]) -> None:
@@ -247,6 +367,10 @@ def main() -> None:
     )
     parser.add_argument("--connectors", action="store_true", help="add RLlib's default connectors")
     parser.add_argument("--nodes", action="store_true", help="add 1 node vs 2 nodes rows")
+    parser.add_argument("--scale", action="store_true",
+                        help="add plain PPO with 8 envs on 1 and on 4 runners")  # fmt: skip
+    parser.add_argument("--cores", type=int, default=0,
+                        help="cores the ceiling runs on (default: the cores this process may use)")  # fmt: skip
     parser.add_argument("--cluster", type=int, nargs="+", help=argparse.SUPPRESS)
     parser.add_argument(
         "--feature-costs", action="store_true", help="only the per-step CPU cost of each feature"
@@ -265,62 +389,116 @@ def main() -> None:
         with local_cluster(args.cluster) as address:
             print(training(steps, ray_address=address, **shape(8, 2), **PLAIN))
         return
-    runs = measured_rows(steps, args.connectors, args.nodes)
+    cores = args.cores or len(os.sched_getaffinity(0))
+    runs = measured_rows(steps, cores, args.connectors, args.nodes, args.scale)
     rates: dict[str, list[float]] = {name: [] for name in runs}
+    failures: dict[str, str] = {}
     for round_number in range(args.rounds):  # rounds interleave the rows: load hits them alike
-        for name, (measure, _) in runs.items():
-            rates[name].append(measure())
+        for name, row in runs.items():
+            rates[name].append(measure_row(name, row.measure, failures))
             print(f"round {round_number + 1}: {name}: {rates[name][-1]:,.0f}", flush=True)
+    print_table(steps, args.rounds, cores, runs, rates)
+    for name, reason in failures.items():
+        print(f"{name}: not measured: {reason}")
+
+
+def measure_row(name: str, measure: Callable[[], float], failures: dict[str, str]) -> float:
+    """The row's rate, or NaN (and its reason kept) when it cannot run here."""
+    if name in failures:  # a missing venv or a broken install fails every round alike
+        return float("nan")
+    try:
+        return measure()
+    except RowFailed as failure:
+        failures[name] = str(failure)
+        return float("nan")
+
+
+def print_table(steps: int, rounds: int, cores: int, runs: dict[str, Row],
+                rates: dict[str, list[float]]) -> None:  # fmt: skip
     best = {name: max(values) for name, values in rates.items()}
-    print(f"{steps} env steps each, best of {args.rounds} round(s); ratios per round in brackets")
-    print("| run | env steps/s | vs SB3 DummyVecEnv (same envs) | vs ceiling |")
-    print("| --- | ---: | ---: | ---: |")
-    for name, (_, baseline_row) in runs.items():
-        ratio = ""
-        if baseline_row:  # of the bests, then of each round's pair (measured minutes apart)
-            rounds = ", ".join(
-                f"{rate / base:.2f}"
-                for rate, base in zip(rates[name], rates[baseline_row], strict=True)
-            )
-            ratio = f"{best[name] / best[baseline_row]:.2f} [{rounds}]"
-        print(f"| {name} | {best[name]:,.0f} | {ratio} | {best[name] / best[CEILING]:.2f} |")
-    print(pufferlib_absence())
+    puffer = [name for name, row in runs.items() if row.is_pufferlib]
+    # PufferLib's best backend in each round (and of the bests), NaN when it did not run.
+    puffer_rounds = [max((rates[name][index] for name in puffer), default=float("nan"))
+                     for index in range(rounds)]  # fmt: skip
+    puffer_best = max((best[name] for name in puffer), default=float("nan"))
+    print(f"{steps} env steps each, best of {rounds} round(s); ratios per round in brackets; "
+          f"the ceiling: one random-action env per core on {cores} cores, in parallel")  # fmt: skip
+    print("| run | env steps/s | vs SB3 DummyVecEnv (same envs) | vs PufferLib (best backend) "
+          f"| vs ceiling ({cores} cores) |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for name, row in runs.items():
+        against_sb3 = against_puffer = ""
+        if row.sb3_row:  # of the bests, then of each round's pair (measured minutes apart)
+            against_sb3 = _ratios(best[name], best[row.sb3_row], rates[name], rates[row.sb3_row])
+        if row.against_pufferlib:
+            against_puffer = _ratios(best[name], puffer_best, rates[name], puffer_rounds)
+        print(f"| {name} | {best[name]:,.0f} | {against_sb3} | {against_puffer} "
+              f"| {best[name] / best[CEILING]:.2f} |")  # fmt: skip
 
 
-CEILING = "one env, random actions (ceiling)"
+def _ratios(rate: float, base: float, per_round: list[float], base_per_round: list[float]) -> str:
+    rounds = ", ".join(f"{a / b:.2f}" for a, b in zip(per_round, base_per_round, strict=True))
+    return f"{rate / base:.2f} [{rounds}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class Row:
+    """How to measure a row, and what its ratios are taken against."""
+
+    measure: Callable[[], float]
+    sb3_row: str = ""  # the SB3 row with as many envs ("" for none)
+    against_pufferlib: bool = False  # also a ratio to PufferLib's best backend
+    is_pufferlib: bool = False
+
+
+CEILING_ONE_CORE = "one env, random actions, one core"
+CEILING = "one env per core, random actions, every core in parallel (ceiling)"
 SB3_2, SB3_8 = (
     "Stable-Baselines3 PPO, 2 envs (DummyVecEnv)",
     "Stable-Baselines3 PPO, 8 envs (DummyVecEnv)",
 )
 
 
-def measured_rows(
-    steps: int, connectors: bool, nodes: bool
-) -> dict[str, tuple[Callable[[], float], str]]:
-    """Each row: how to measure it, and the row its ratio is taken against ("" for none)."""
-    runs: dict[str, tuple[Callable[[], float], str]] = {
-        CEILING: (lambda: baseline(steps), ""),
-        SB3_2: (lambda: stable_baselines(steps, 2), SB3_2),
-        "trainer, plain PPO, 1 runner x 2 envs": (
+def measured_rows(steps: int, cores: int, connectors: bool, nodes: bool,
+                  scale: bool) -> dict[str, Row]:  # fmt: skip
+    """The rows in the order each round measures them."""
+    runs: dict[str, Row] = {
+        CEILING_ONE_CORE: Row(lambda: baseline(steps)),
+        CEILING: Row(lambda: baseline_all_cores(steps, cores)),
+        SB3_2: Row(lambda: stable_baselines(steps, 2), SB3_2),
+        "trainer, plain PPO, 1 runner x 2 envs": Row(
             lambda: training(steps, **shape(2), **PLAIN), SB3_2),
-        # the rows compared with SB3 8 envs right after it: the least time for the load to change
-        SB3_8: (lambda: stable_baselines(steps, 8), SB3_8),
-        "trainer defaults: 2 runners x 4 envs, all features": (
-            lambda: training(steps, **shape(8, 2)), SB3_8),
-        "trainer, all features, overlap_sampling": (
+        # the rows compared with SB3 8 envs and PufferLib right after them: the least time
+        # for the load to change
+        SB3_8: Row(lambda: stable_baselines(steps, 8), SB3_8),
+        "PufferLib 3.0.23 PuffeRL, 8 envs, Serial": Row(
+            lambda: pufferlib(steps, "serial"), SB3_8, is_pufferlib=True),
+        "PufferLib 3.0.23 PuffeRL, 8 envs, Multiprocessing, 2 workers": Row(
+            lambda: pufferlib(steps, "multiprocessing"), SB3_8, is_pufferlib=True),
+        # PufferLib's async mode: the learner takes one worker's 4 envs while the other steps
+        "PufferLib 3.0.23 PuffeRL, 8 envs, Multiprocessing, 2 workers, batches of 4": Row(
+            lambda: pufferlib(steps, "multiprocessing", 4), SB3_8, is_pufferlib=True),
+        "trainer defaults: 2 runners x 4 envs, all features": Row(
+            lambda: training(steps, **shape(8, 2)), SB3_8, against_pufferlib=True),
+        "trainer, all features, overlap_sampling": Row(
             lambda: training(steps, **shape(8, 2), overlap_sampling=True), SB3_8),
-        "trainer, plain PPO, 2 runners x 4 envs (the default)": (
-            lambda: training(steps, **shape(8, 2), **PLAIN), SB3_8),
-        "Stable-Baselines3 PPO, 8 envs (SubprocVecEnv)": (
+        "trainer, plain PPO, 2 runners x 4 envs (the default)": Row(
+            lambda: training(steps, **shape(8, 2), **PLAIN), SB3_8, against_pufferlib=True),
+        "Stable-Baselines3 PPO, 8 envs (SubprocVecEnv)": Row(
             lambda: stable_baselines(steps, 8, processes=True), SB3_8),
     }  # fmt: skip
+    if scale:  # 2 runners x 4 envs is the row above
+        for runners in (1, 4):
+            label = f"{runners} runner{'s' if runners > 1 else ''} x {8 // runners} envs"
+            runs[f"trainer, plain PPO, {label}"] = Row(
+                functools.partial(training, steps, **shape(8, runners), **PLAIN), SB3_8)  # fmt: skip
     if connectors:
-        runs["trainer, plain PPO, 2 runners x 4 envs, RLlib's connectors"] = (
+        runs["trainer, plain PPO, 2 runners x 4 envs, RLlib's connectors"] = Row(
             lambda: training(steps, **shape(8, 2), **DEFAULT_SAMPLING), SB3_8)  # fmt: skip
     if nodes:
         for label, cpus in (("1 node x 2 CPUs", [2]), ("2 nodes x 1 CPU", [1, 1])):
             name = f"trainer, plain PPO, 2 runners x 4 envs, ray start cluster: {label}"
-            runs[name] = (functools.partial(cluster_row, steps, cpus), SB3_8)
+            runs[name] = Row(functools.partial(cluster_row, steps, cpus), SB3_8)
     return runs
 
 
