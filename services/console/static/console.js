@@ -580,7 +580,9 @@ async function buildRunForm() {
     label.title = field.description || "";
     const input = document.createElement("input");
     input.name = name;
-    const type = field.type || (field.anyOf || []).map((t) => t.type).find((t) => t !== "null");
+    // A nested group of settings (env, curriculum, ...) is a reference to its own schema.
+    const type = field.type || (field.$ref || field.allOf ? "object" : undefined)
+      || (field.anyOf || []).map((t) => t.type).find((t) => t !== "null");
     if (type === "boolean") { input.type = "checkbox"; input.checked = Boolean(field.default); }
     else if (type === "integer" || type === "number") {
       input.type = "number";
