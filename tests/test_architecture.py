@@ -245,7 +245,6 @@ HOMONYMS = {
     "hidden_sizes": "the policy's layers (trainer) and R_phi's layers (reward model): two networks",
     "learning_rate": "PPO's step size (trainer) and R_phi's (reward model): two optimisers",
     "max_live_clients": "the console's browser feeds and env-sim's frame streams: two limits",
-    "env_sim_url": "where each client finds env-sim: set per client, like any service's address",
     "planner_url": "where each client finds the planner: set per client, like any service's address",
     "rom_path": "env-sim plays the operator's ROM, the console draws its map from it: one file, each "
     "process's own path to it",

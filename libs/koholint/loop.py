@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from koholint.reward.model import RewardModelError, latest_version, read_card
+from koholint.stages import count_scores, koholint
 from koholint.store import ObjectNotFoundError, ObjectStore, open_store
 
 MAX_BURSTS = 10
@@ -66,10 +67,6 @@ class LoopPlan:
 
     def run_name(self, burst: int) -> str:
         return f"{self.name}-b{burst}"
-
-
-def koholint(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "koholint.cli", *arguments]
 
 
 def run_stage(plan: LoopPlan, stage: str, command: list[str], ok: tuple[int, ...] = (0,)) -> str:
@@ -134,14 +131,6 @@ def last_checkpoint(store: ObjectStore, run: str) -> tuple[str, int, dict[str, f
 
 def count_segments(store: ObjectStore, run: str) -> int:
     return sum(1 for key in store.list(f"episodes/{run}/") if key.endswith("/manifest.json"))
-
-
-def count_scores(store: ObjectStore, run: str) -> int:
-    return sum(
-        len([line for line in store.get(key).decode().splitlines() if line.strip()])
-        for key in store.list(f"scores/{run}/")
-        if key.endswith(".jsonl")
-    )
 
 
 def run_loop(plan: LoopPlan) -> list[BurstResult]:

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from koholint.loop import count_scores
-from koholint.loop import koholint as koholint_command
+from koholint.stages import count_scores
+from koholint.stages import koholint as koholint_command
 from koholint.store import ObjectNotFoundError, ObjectStore, open_store
 
 POLL_SECONDS = 1.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.bus import STREAM_POSITIONS, STREAM_REWARD_MODELS, STREAM_SCORES, STREAM_SEGMENTS
@@ -83,3 +83,12 @@ class ConsumerSettings(BaseModel):
     """the consumer group (the service's name by default)"""
     block_ms: int = Field(2000, ge=1, le=60_000)
     """wait for new messages at most this long per read"""
+
+
+class EnvSimClientSettings(BaseModel):
+    """A service that drives env-sim sessions (the planner's autopilot, the console's play)."""
+
+    env_sim_url: str = Field("", max_length=4096)
+    """env-sim's base URL; empty = not deployed"""
+    env_sim_token: SecretStr = Field(SecretStr(""), max_length=4096)
+    """env-sim's token (its KOHOLINT_ENV_SIM_TOKEN), sent with every state-changing request"""

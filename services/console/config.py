@@ -6,6 +6,7 @@ from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import SettingsConfigDict
 
 from koholint.settings import (
+    EnvSimClientSettings,
     RedisSettings,
     ServiceSettings,
     StoreSettings,
@@ -17,7 +18,14 @@ from koholint.web.auth import ControlAccess
 SERVICES = ("env-sim", "trainer", "planner", "evaluator", "reward-model", "llm-local")
 
 
-class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings, ControlAccess):
+class Settings(
+    ServiceSettings,
+    StoreSettings,
+    RedisSettings,
+    StreamSettings,
+    EnvSimClientSettings,
+    ControlAccess,
+):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_CONSOLE_", extra="ignore")
     service_defaults = {"store_url": ""}
 
@@ -25,14 +33,10 @@ class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings, Co
     trainer_token: SecretStr = Field(
         SecretStr(""), description="the trainer's run-control token (KOHOLINT_TRAINER_TOKEN)"
     )
-    env_sim_url: str = Field("", description="env-sim; empty = not deployed")
     planner_url: str = Field("", description="the planner; empty = not deployed")
     evaluator_url: str = Field("", description="the evaluator (judges); empty = not deployed")
     reward_model_url: str = Field("", description="the reward-model service; empty = not deployed")
     llm_local_url: str = Field("", description="llm-local; empty = not deployed")
-    env_sim_token: SecretStr = Field(
-        SecretStr(""), description="env-sim's token (KOHOLINT_ENV_SIM_TOKEN), sent when playing"
-    )
     control_token: SecretStr = Field(
         SecretStr(""),
         description="bearer token for run control; without one, only loopback clients may "

@@ -35,6 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
+        access=settings,
         tracing_exporter=settings.tracing_exporter,
         schema_limits={
             "AutopilotRequest": {

@@ -7,15 +7,15 @@ from pydantic_settings import SettingsConfigDict
 
 from koholint.planning.settings import LlmBackendSettings
 from koholint.schemas.planner import MAX_AUTOPILOT_FRAMES, MAX_AUTOPILOT_MACROS
-from koholint.settings import ServiceSettings
+from koholint.settings import EnvSimClientSettings, ServiceSettings
+from koholint.web.auth import ControlAccess
 
 
-class Settings(ServiceSettings, LlmBackendSettings):
+class Settings(ServiceSettings, LlmBackendSettings, EnvSimClientSettings, ControlAccess):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_PLANNER_", extra="ignore")
-    service_defaults = {"max_body_bytes": 1024 * 1024}
+    service_defaults = {"env_sim_url": "http://127.0.0.1:8080", "max_body_bytes": 1024 * 1024}
 
     vision: bool = Field(False, description="ask /vision about frames sent with /v1/decide")
-    env_sim_url: str = Field("http://127.0.0.1:8080", description="env-sim for autopilot")
     enter_after: int = Field(1, ge=1, le=1000, description="switch: observations to take over")
     leave_after: int = Field(2, ge=1, le=1000, description="switch: observations to let go")
     max_memories: int = Field(256, ge=1, le=100_000, description="session memories kept (LRU)")

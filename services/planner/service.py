@@ -36,7 +36,9 @@ class Planner:
             timeout_s=settings.llm_timeout_s, attempts=settings.llm_attempts,
             vision=settings.vision, log=self.calls,
         )  # fmt: skip
-        self.env_sim = EnvSimClient(settings.env_sim_url)
+        self.env_sim = EnvSimClient(
+            settings.env_sim_url, token=settings.env_sim_token.get_secret_value()
+        )
         self._memories: OrderedDict[str, SessionMemory] = OrderedDict()
         self._running: set[str] = set()
         self._lock = threading.Lock()

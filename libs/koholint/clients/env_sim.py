@@ -52,10 +52,14 @@ class EnvSimClient:
         self,
         base_url: str,
         *,
+        token: str = "",
         timeout: httpx.Timeout = DEFAULT_TIMEOUT,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(
+            base_url=base_url, timeout=timeout, transport=transport, headers=headers
+        )
 
     def close(self) -> None:
         self.http.close()

@@ -41,7 +41,7 @@ router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 # Every route on one session: 404 (no such session, or it expired), 409 (busy with another request).
 ON_SESSION = problem_responses(404, 409)
 CONTROLLED = problem_responses(401, 404, 409)
-"""Routes that open, close, save or load a session: koholint.web.auth's rule applies."""
+"""Routes that change a session (open, drive, save, load, close): koholint.web.auth's rule."""
 OCTET_STREAM = "application/octet-stream"
 
 
@@ -109,7 +109,7 @@ async def delete_session(session_id: str, sessions: SessionsDep) -> Response:
     return Response(status_code=204)
 
 
-@router.post("/{session_id}/reset", responses=ON_SESSION)
+@router.post("/{session_id}/reset", dependencies=[ControlDep], responses=CONTROLLED)
 async def reset_session(
     session_id: str, sessions: SessionsDep, store: StoreDep, body: ResetRequest | None = None
 ) -> Observation:
@@ -123,7 +123,9 @@ async def reset_session(
     return await sessions.run(session_id, "reset", lambda s: ops.reset(s, request.seed, start))
 
 
-@router.post("/{session_id}/step", response_model=StepResult, responses=ON_SESSION)
+@router.post(
+    "/{session_id}/step", response_model=StepResult, dependencies=[ControlDep], responses=CONTROLLED
+)
 async def step_session(session_id: str, body: StepRequest, sessions: SessionsDep) -> Response:
     """Take one action."""
     result = await sessions.run(session_id, "step", lambda s: ops.step(s, body.action, body.frame))
@@ -131,7 +133,12 @@ async def step_session(session_id: str, body: StepRequest, sessions: SessionsDep
     return Response(result, media_type="application/json")
 
 
-@router.post("/{session_id}/steps", response_model=BatchResult, responses=ON_SESSION)
+@router.post(
+    "/{session_id}/steps",
+    response_model=BatchResult,
+    dependencies=[ControlDep],
+    responses=CONTROLLED,
+)
 async def step_session_batch(
     session_id: str, body: StepsRequest, sessions: SessionsDep, settings: SettingsDep
 ) -> Response:
@@ -227,7 +234,7 @@ async def load_state(
     return await sessions.run(session_id, "load", lambda s: ops.load(s, blob))
 
 
-@router.post("/{session_id}/tick", responses=ON_SESSION)
+@router.post("/{session_id}/tick", dependencies=[ControlDep], responses=CONTROLLED)
 async def tick_session(session_id: str, body: TickRequest, sessions: SessionsDep) -> TickResult:
     """Frame-level control: hold buttons for some frames (for Emulator-protocol clients)."""
     frame = await sessions.run(session_id, "tick", lambda s: ops.tick(s, body.buttons, body.frames))

@@ -11,6 +11,7 @@ from starlette.concurrency import run_in_threadpool
 from koholint.planning.autopilot import AutopilotReport
 from koholint.planning.backends import Decision
 from koholint.schemas.planner import SESSION_PATTERN, AutopilotRequest, DecideRequest
+from koholint.web.auth import ControlDep
 from koholint.web.problems import problem_responses
 from planner.deps import PlannerDep
 
@@ -24,7 +25,11 @@ async def decide(body: DecideRequest, planner: PlannerDep) -> Decision:
     return await run_in_threadpool(planner.decide, body)
 
 
-@router.post("/sessions/{session_id}/autopilot", responses=problem_responses(404, 409, 502, 503))
+@router.post(
+    "/sessions/{session_id}/autopilot",
+    dependencies=[ControlDep],
+    responses=problem_responses(401, 404, 409, 502, 503),
+)
 async def autopilot(
     session_id: Annotated[str, Path(pattern=SESSION_PATTERN)],
     planner: PlannerDep,

@@ -21,7 +21,7 @@ import typing
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, ValidationError
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -32,7 +32,7 @@ from pydantic_settings import (
 
 from koholint.explore.curriculum import CurriculumSettings
 from koholint.schemas.env import EnvSettings
-from koholint.schemas.fields import JsonFloat, JsonInt, Seed
+from koholint.schemas.fields import JsonFloat, JsonInt, Seed, number_not_text
 from koholint.schemas.reward_model import VERSION_PATTERN
 from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN, RUN_NAME_PATTERN
 from trainer.config import Deployment
@@ -47,6 +47,8 @@ ENVIRONMENT_ALIASES = {
 }
 """The seed's variable names, kept (documented in docs/trainer.md); the prefixed name wins."""
 MAX_ENV_STEPS = 10**10
+# Constraints before the validator, so that the schema states them as limits.
+LayerWidth = Annotated[int, Field(ge=1, le=4096), BeforeValidator(number_not_text)]
 TRAIN_ENV_DEFAULTS: dict[str, Any] = {"sticky_action_probability": 0.25, "max_episode_steps": 1024}
 """Where the trainer's game differs from the env's own defaults (under what a run sets)."""
 
@@ -136,9 +138,7 @@ class TrainConfig(BaseSettings):
     """discount"""
     entropy_coeff: JsonFloat = Field(0.01, ge=0, le=10)
     """entropy bonus, keeps the policy exploring"""
-    hidden_sizes: list[Annotated[JsonInt, Field(ge=1, le=4096)]] = Field(
-        [64, 64], min_length=1, max_length=8
-    )
+    hidden_sizes: list[LayerWidth] = Field([64, 64], min_length=1, max_length=8)
     """hidden layers of the policy and of the value network (separate, tanh)"""
     lean_sampling: StrictBool = True
     """sample through the trainer's own connectors (ppo/rllib) instead of RLlib's general ones"""

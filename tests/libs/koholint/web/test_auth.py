@@ -25,15 +25,6 @@ READ_ONLY_POSTS = {
     ("llm-local", "POST", "/v1/chat/completions"),
     ("llm-local", "POST", "/{route}/v1/chat/completions"),
 }  # fmt: skip
-DRIVING = {
-    # Driving an open session (its id is an unguessable capability the opener holds); the
-    # planner's autopilot steps sessions another client opened.
-    ("env-sim", "POST", "/v1/sessions/{session_id}/reset"),
-    ("env-sim", "POST", "/v1/sessions/{session_id}/step"),
-    ("env-sim", "POST", "/v1/sessions/{session_id}/steps"),
-    ("env-sim", "POST", "/v1/sessions/{session_id}/tick"),
-    ("planner", "POST", "/v1/sessions/{session_id}/autopilot"),
-}
 
 
 def apps(tmp_path: Path, **access: Any) -> dict[str, FastAPI]:
@@ -92,7 +83,7 @@ def test_every_state_changing_route_of_every_service_has_the_rule(tmp_path: Path
         routes = {(method, route.path): route for route in app.routes if isinstance(route, APIRoute)
                   for method in route.methods}  # fmt: skip
         for method, path in state_changing(app):
-            if (name, method, path) in READ_ONLY_POSTS | DRIVING:
+            if (name, method, path) in READ_ONLY_POSTS:
                 continue
             route = routes[(method, path)]
             assert guarded(route), f"{name} {method} {path} changes state without the rule"
@@ -114,7 +105,7 @@ def test_without_a_token_only_loopback_changes_state(
 ):
     for name, app in apps(tmp_path).items():
         for method, path in state_changing(app):
-            if (name, method, path) in READ_ONLY_POSTS | DRIVING:
+            if (name, method, path) in READ_ONLY_POSTS:
                 continue
             response = send(app, method, path, client, **headers)
             assert (response.status_code != 401) is allowed, (name, method, path, response.text)
@@ -128,7 +119,7 @@ def test_behind_a_trusted_proxy_the_forwarded_client_counts(tmp_path: Path):
     forged = {"X-Forwarded-For": "127.0.0.1, 203.0.113.9"}
     for name, app in proxied.items():
         for method, path in state_changing(app):
-            if (name, method, path) in READ_ONLY_POSTS | DRIVING:
+            if (name, method, path) in READ_ONLY_POSTS:
                 continue
             assert send(app, method, path, LOOPBACK, **forged).status_code == 401, (name, path)
             local = send(app, method, path, LOOPBACK, **{"X-Forwarded-For": "::1"})
@@ -139,7 +130,7 @@ def test_behind_a_trusted_proxy_the_forwarded_client_counts(tmp_path: Path):
 def test_with_a_token_every_service_parses_bearer_alike(tmp_path: Path, header: str):
     for name, app in apps(tmp_path, token=TOKEN).items():
         for method, path in state_changing(app):
-            if (name, method, path) in READ_ONLY_POSTS | DRIVING:
+            if (name, method, path) in READ_ONLY_POSTS:
                 continue
             assert send(app, method, path, EXTERNAL, Authorization=header).status_code != 401
             for wrong in ("", TOKEN, f"Token {TOKEN}", "Bearer nope"):
