@@ -254,8 +254,6 @@ class TrainerEnvironment(EnvSettingsSource):
     def prepare_field_value(
         self, field_name: str, field: FieldInfo, value: Any, value_is_complex: bool
     ) -> Any:
-        if isinstance(value, str) and not admits_text(field.annotation):
-            return from_text(field.annotation, value)
         return typed(
             field.annotation,
             super().prepare_field_value(field_name, field, value, value_is_complex),

@@ -12,11 +12,11 @@ from koholint.cli import main
 from koholint.loop import (
     BurstResult,
     LoopError,
-    count_scores,
     count_segments,
     last_checkpoint,
     print_table,
 )
+from koholint.stages import count_scores
 from koholint.store import LocalStore
 
 
