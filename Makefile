@@ -15,7 +15,7 @@ INSTALLED = $(VENV)/.installed
 FASTPATH = $(VENV)/.fastpath
 PACKAGE_INITS = $(wildcard libs/*/__init__.py services/*/__init__.py)
 
-.PHONY: help setup test test-fast lint format cartridge states run bench bench-venv-puffer clean
+.PHONY: help setup test test-fast lint format cartridge states run bench bench-venv-puffer images clean
 
 help: ## Show this help
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -84,6 +84,9 @@ $(PUFFER_VENV)/.installed: pyproject.toml
 	$(PUFFER_VENV)/bin/python -m pip install --no-deps -e .
 	$(PUFFER_VENV)/bin/python -m pip install pyboy==2.8.1 gymnasium==1.2.2 numpy 'pydantic>=2.7' 'minio>=7.2' 'httpx>=0.27'
 	@touch $@
+
+images: $(INSTALLED) ## Build every image with no registry: a base from Debian's packages, the project from a wheelhouse (docker/images.sh)
+	PYTHON=$(PY) ./docker/images.sh
 
 clean: ## Remove caches and build outputs (keeps the venv)
 	rm -rf build dist .pytest_cache .mypy_cache .ruff_cache cartridge/build
