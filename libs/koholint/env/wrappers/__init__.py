@@ -31,7 +31,17 @@ HOMES = {
 }  # fmt: skip
 """each name -> the module of this package that defines it"""
 
-__all__ = sorted(HOMES)
+__all__ = [
+    "BonusWrapper",
+    "CuriosityWrapper",
+    "PlannerControlWrapper",
+    "PositionPublisher",
+    "PositionPublisherWrapper",
+    "Potential",
+    "RewardModelWrapper",
+    "SegmentRecorder",
+    "ShapingWrapper",
+]
 
 
 def __getattr__(name: str) -> object:
