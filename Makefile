@@ -39,10 +39,10 @@ $(FASTPATH): $(INSTALLED) libs/koholint/game/_fastpath.pyx libs/koholint/game/bu
 	@touch $@
 
 test: $(INSTALLED) $(FASTPATH) ## Run the whole test suite (PYTEST_WORKERS=2 by default)
-	$(PY) -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup $(PYTEST_ARGS)
 
 test-fast: $(INSTALLED) $(FASTPATH) ## Run the tests not marked slow
-	$(PY) -m pytest -n $(PYTEST_WORKERS) -m "not slow" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(PYTEST_WORKERS) --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
 lint: $(INSTALLED) ## Check lint, formatting and types (ruff, mypy)
 	$(VENV)/bin/ruff check .
