@@ -1,4 +1,6 @@
-"""The loop with the services as separate processes over a real Redis and moto's S3 server:
+"""The loop with the services as separate processes over a real Redis and an S3 server (in
+containers started by testcontainers where a Docker engine runs, else this machine's Redis
+and moto's server as a process):
 `koholint train` exports and announces segments, the evaluator service scores them, the
 reward-model service trains and publishes, and a second `koholint train` hot-loads the version
 and reports a non-zero shaping component."""
@@ -7,11 +9,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -22,6 +26,7 @@ from koholint.store import open_store
 
 ACCESS, SECRET, BUCKET = "e2e-access", "e2e-secret", "koholint-e2e"
 REDIS_DB = 11  # a database of its own on the shared Redis: the fleet's real stream names
+STANDINS = "koholint/standins:local"
 STREAMS = ("koholint.segments", "koholint.scores", "koholint.reward-models")
 
 
@@ -53,16 +58,71 @@ def start(command: list[str], port: int, what: str, log: Path,
     return process
 
 
-@pytest.fixture
-def fleet(tmp_path: Path) -> Iterator[dict[str, str]]:
-    """moto's S3 server, the evaluator and the reward-model service, each its own process."""
+@contextmanager
+def shared_redis_and_moto(tmp_path: Path) -> Iterator[tuple[str, str]]:
+    """This machine's Redis (a database of its own) and moto's S3 server as a process."""
     import redis
 
     client = redis.Redis(host="127.0.0.1", port=6379, db=REDIS_DB, socket_connect_timeout=2)
     client.delete(*STREAMS, *(stream + ".dead" for stream in STREAMS))
-    s3_port, evaluator_port, model_port = free_port(), free_port(), free_port()
-    store_url = f"s3://{BUCKET}?endpoint=127.0.0.1:{s3_port}&secure=false&region=us-east-1"
-    redis_url = f"redis://127.0.0.1:6379/{REDIS_DB}"
+    s3_port = free_port()
+    moto = start([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(s3_port)],
+                 s3_port, "moto", tmp_path / "moto.log", {})  # fmt: skip
+    try:
+        yield f"redis://127.0.0.1:6379/{REDIS_DB}", f"127.0.0.1:{s3_port}"
+    finally:
+        moto.terminate()
+        moto.wait(timeout=30)
+        client.delete(*STREAMS, *(stream + ".dead" for stream in STREAMS))
+        client.close()
+
+
+@contextmanager
+def containerised_redis_and_s3() -> Iterator[tuple[str, str]]:
+    """Redis and the S3 stand-in in containers of their own, started by testcontainers (from
+    `make images`' koholint/standins; its reaper image cannot be pulled here, so it is off and
+    the containers are stopped by the context manager)."""
+    os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")
+    from testcontainers.community.redis import RedisContainer
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.wait_strategies import LogMessageWaitStrategy
+
+    redis_container = RedisContainer(STANDINS).with_command("redis-server --protected-mode no")
+    s3_container = (
+        DockerContainer(STANDINS)
+        .with_command("python /opt/standins/s3.py")
+        .with_env("MOTO_RECORDER_FILEPATH", "/tmp/recording.jsonl")
+        .with_exposed_ports(9000)
+        .waiting_for(LogMessageWaitStrategy("S3 stand-in on"))
+    )
+    with redis_container as redis_up, s3_container as s3_up:
+        host = redis_up.get_container_host_ip()
+        yield (f"redis://{host}:{redis_up.get_exposed_port(6379)}/0",
+               f"{s3_up.get_container_host_ip()}:{s3_up.get_exposed_port(9000)}")  # fmt: skip
+
+
+def containers_can_run() -> bool:
+    """A Docker engine answers and `make images` built the stand-ins' image."""
+    found = subprocess.run(["docker", "image", "inspect", STANDINS], capture_output=True,
+                           check=False) if shutil.which("docker") else None  # fmt: skip
+    return found is not None and found.returncode == 0
+
+
+@pytest.fixture
+def fleet(tmp_path: Path) -> Iterator[dict[str, str]]:
+    """Redis, an S3 server, the evaluator and the reward-model service, each its own process;
+    Redis and S3 in containers (testcontainers) where the engine runs, else this machine's
+    Redis and moto as a process."""
+    backing = (
+        containerised_redis_and_s3() if containers_can_run() else shared_redis_and_moto(tmp_path)
+    )
+    with backing as (redis_url, s3_endpoint):
+        yield from services(tmp_path, redis_url, s3_endpoint)
+
+
+def services(tmp_path: Path, redis_url: str, s3_endpoint: str) -> Iterator[dict[str, str]]:
+    evaluator_port, model_port = free_port(), free_port()
+    store_url = f"s3://{BUCKET}?endpoint={s3_endpoint}&secure=false&region=us-east-1"
     environment = {
         "KOHOLINT_S3_ACCESS_KEY": ACCESS, "KOHOLINT_S3_SECRET_KEY": SECRET,
         "KOHOLINT_EVALUATOR_STORE_URL": store_url, "KOHOLINT_EVALUATOR_REDIS_URL": redis_url,
@@ -75,10 +135,9 @@ def fleet(tmp_path: Path) -> Iterator[dict[str, str]]:
         # together to give the ten pairs training needs.
         "KOHOLINT_REWARD_MODEL_MARGIN": "0.1",
     }  # fmt: skip
-    processes = [start([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(s3_port)],
-                       s3_port, "moto", tmp_path / "moto.log", environment)]  # fmt: skip
     os.environ.update({"KOHOLINT_S3_ACCESS_KEY": ACCESS, "KOHOLINT_S3_SECRET_KEY": SECRET})
     open_store(store_url).client.make_bucket(BUCKET)  # type: ignore[attr-defined]
+    processes: list[subprocess.Popen[bytes]] = []
     try:
         for name, port in (("evaluator", evaluator_port), ("reward-model", model_port)):
             command = [sys.executable, "-m", "koholint.cli", "serve", name, "--port", str(port)]
@@ -89,8 +148,6 @@ def fleet(tmp_path: Path) -> Iterator[dict[str, str]]:
         for process in reversed(processes):
             process.terminate()
             process.wait(timeout=30)
-        client.delete(*STREAMS, *(stream + ".dead" for stream in STREAMS))
-        client.close()
 
 
 def published_version(url: str, timeout: float = 240, ask_after: float = 30) -> str:
