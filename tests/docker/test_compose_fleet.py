@@ -179,7 +179,7 @@ def all_scored(fleet: Fleet, run: str) -> list[dict[str, Any]] | None:
     return found if found and len(found) >= fleet.segments(run) else None
 
 
-@pytest.mark.slow  # ~10 minutes on 2 cores: three bursts, two kills, a Redis outage
+@pytest.mark.slow  # ~5-10 minutes on 2 cores: four runs, two kills, a Redis outage, S3 cut off
 @pytest.mark.timeout(2400)
 @pytest.mark.xdist_group("fleet")
 def test_the_fleet_survives_killed_containers_and_a_redis_outage(fleet: Fleet) -> None:
@@ -228,3 +228,21 @@ def test_the_fleet_survives_killed_containers_and_a_redis_outage(fleet: Fleet) -
     resumed = train(fleet, "fault-resumed", total_env_steps=8192, resume_from=newest["name"])
     assert resumed["resumed_from"] == newest["name"]
     assert resumed["env_steps"] >= 8192
+
+    # The S3 stand-in cut off its network for 20 s while a run exports: the run finishes, and
+    # every segment whose manifest (written last) is in the store is scored whole.
+    network, minio = f"{fleet.project}_default", fleet.container("minio")
+    start(fleet, "fault-s3", total_env_steps=4096, export_every_episodes=1)
+    wait_for("the run to export", lambda: fleet.segments("fault-s3") > 0, timeout=300)
+    subprocess.run(["docker", "network", "disconnect", network, minio], check=True,
+                   capture_output=True)  # fmt: skip
+    time.sleep(20)
+    subprocess.run(["docker", "network", "connect", "--alias", "minio", network, minio],
+                   check=True, capture_output=True)  # fmt: skip
+    ended = wait_for("run fault-s3 to end",
+                     lambda: (s := status(fleet, "fault-s3"))["state"] in ("finished", "failed") and s,
+                     timeout=900)  # fmt: skip
+    print(f"S3 cut off for 20 s: run {ended['state']}, export {ended['export']}")
+    assert ended["state"] == "finished", ended
+    every = wait_for("every exported segment scored", lambda: all_scored(fleet, "fault-s3"), 300)
+    assert len({record["record_key"] for record in every}) == fleet.segments("fault-s3")
