@@ -47,7 +47,7 @@ COMMON = [
 ]  # fmt: skip
 SPARSE = ["--env-reward-mode=sparse"]
 NOISY_ACCURACIES = (0.9, 0.75, 0.6)
-T_95 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776}
+T_95 = {2: 12.706, 3: 4.303, 4: 3.182, 5: 2.776, 6: 2.571, 7: 2.447, 8: 2.365}
 """Student's t, two-sided 95%, by the number of seeds"""
 
 
@@ -155,9 +155,20 @@ def interval(values: list[float]) -> tuple[float, float]:
     return mean, t * float(np.std(values, ddof=1)) / math.sqrt(len(values))
 
 
+def censored_median(steps: list[int | None]) -> float | None:
+    """The median env steps to a milestone over every seed, a seed that never reached it
+    counted as later than any that did; None when half or more never reached it."""
+    ordered = sorted(math.inf if step is None else step for step in steps)
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return None if math.isinf(median) else float(median)
+
+
 def summarise(results: list[dict[str, Any]], order: list[str]) -> tuple[dict[str, Any], str]:
+    """Per row and milestone: the median steps to first over all seeds (unreached counted as
+    never), how many seeds reached it, and the mean share at the end with its 95% interval."""
     summary: dict[str, Any] = {}
-    lines = ["| row | seeds | " + " | ".join(f"{m}: steps to first (reached/seeds)"
+    lines = ["| row | seeds | " + " | ".join(f"{m}: median steps to first (reached/seeds)"
                                               for m in MILESTONES) + " | "
              + " | ".join(f"{m} share at end" for m in MILESTONES) + " |",
              "| --- | ---: | " + " | ".join("---:" for _ in range(2 * len(MILESTONES))) + " |"]  # fmt: skip
@@ -168,14 +179,16 @@ def summarise(results: list[dict[str, Any]], order: list[str]) -> tuple[dict[str
         row: dict[str, Any] = {"seeds": [r["seed"] for r in mine], "first_step": {}, "final": {}}
         cells_first, cells_final = [], []
         for milestone in MILESTONES:
-            steps = [r["first_step"][milestone] for r in mine if r["first_step"][milestone]]
-            shares = [r["final_share"][milestone] for r in mine]
+            every = [r["first_step"][milestone] or None for r in mine]
+            steps = [step for step in every if step]
             mean, half = interval(steps) if steps else (None, None)
-            row["first_step"][milestone] = {"reached": len(steps), "mean": mean, "half": half}
-            share_mean, share_half = interval(shares)
+            median = censored_median(every)
+            row["first_step"][milestone] = {"reached": len(steps), "median": median,
+                                            "mean_of_reached": mean, "half": half}  # fmt: skip
+            share_mean, share_half = interval([r["final_share"][milestone] for r in mine])
             row["final"][milestone] = {"mean": share_mean, "half": share_half}
-            cells_first.append(f"{mean:,.0f} ± {half:,.0f} ({len(steps)}/{len(mine)})"
-                               if steps else f"- (0/{len(mine)})")  # fmt: skip
+            shown = "never" if median is None else f"{median:,.0f}"
+            cells_first.append(f"{shown} ({len(steps)}/{len(mine)})")
             cells_final.append(f"{share_mean:.2f} ± {share_half:.2f}")
         summary[name] = row
         lines.append(f"| {name} | {len(mine)} | " + " | ".join(cells_first + cells_final) + " |")
