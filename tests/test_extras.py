@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import sysconfig
 import tomllib
 from functools import cache
 from importlib import metadata
@@ -59,7 +60,9 @@ def pulled_in(requirements: list[str]) -> set[str]:
 def top_level_modules() -> dict[str, set[str]]:
     """Each installed distribution -> the top-level modules it puts on sys.path."""
     modules: dict[str, set[str]] = {}
-    for distribution in metadata.distributions():
+    # site-packages only: Ray puts its vendored packages (psutil, ...) on sys.path once imported
+    paths = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
+    for distribution in metadata.distributions(path=paths):
         names = set()
         for file in distribution.files or []:
             first = file.parts[0]

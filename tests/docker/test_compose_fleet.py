@@ -229,8 +229,9 @@ def test_the_fleet_survives_killed_containers_and_a_redis_outage(fleet: Fleet) -
     assert resumed["resumed_from"] == newest["name"]
     assert resumed["env_steps"] >= 8192
 
-    # The S3 stand-in cut off its network for 20 s while a run exports: the run finishes, and
-    # every segment whose manifest (written last) is in the store is scored whole.
+    # The S3 stand-in cut off its network for 20 s while a run exports: the run finishes or
+    # fails clearly, and every segment whose manifest (written last) is in the store is scored
+    # whole.
     network, minio = f"{fleet.project}_default", fleet.container("minio")
     start(fleet, "fault-s3", total_env_steps=4096, export_every_episodes=1)
     wait_for("the run to export", lambda: fleet.segments("fault-s3") > 0, timeout=300)
@@ -242,7 +243,11 @@ def test_the_fleet_survives_killed_containers_and_a_redis_outage(fleet: Fleet) -
     ended = wait_for("run fault-s3 to end",
                      lambda: (s := status(fleet, "fault-s3"))["state"] in ("finished", "failed") and s,
                      timeout=900)  # fmt: skip
-    print(f"S3 cut off for 20 s: run {ended['state']}, export {ended['export']}")
-    assert ended["state"] == "finished", ended
+    print(f"S3 cut off for 20 s: run {ended['state']} ({ended['error']}), export {ended['export']}")
+    # Either the run rode it out, or it failed clearly (a checkpoint it could not write), never
+    # with a traceback for a message.
+    assert ended["state"] == "finished" or (ended["error"] and "Traceback" not in ended["error"]), (
+        ended
+    )
     every = wait_for("every exported segment scored", lambda: all_scored(fleet, "fault-s3"), 300)
     assert len({record["record_key"] for record in every}) == fleet.segments("fault-s3")
