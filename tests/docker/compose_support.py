@@ -76,6 +76,8 @@ class Fleet:
     service's published address on this machine."""
 
     project: str
+    files: tuple[str, ...] = FILES
+    profiles: tuple[str, ...] = ()
     ports: dict[str, int] = field(default_factory=lambda: {name: free_port() for name in PORTS})
 
     def environment(self) -> dict[str, str]:
@@ -84,9 +86,10 @@ class Fleet:
 
     def compose(self, *arguments: str, timeout: float = 900,
                 check: bool = True) -> subprocess.CompletedProcess[str]:  # fmt: skip
-        files = [item for name in FILES for item in ("-f", str(REPO_ROOT / name))]
+        files = [item for name in self.files for item in ("-f", str(REPO_ROOT / name))]
+        profiles = [item for name in self.profiles for item in ("--profile", name)]
         completed = subprocess.run(
-            [str(COMPOSE_BINARY), "--project-name", self.project, *files, *arguments],
+            [str(COMPOSE_BINARY), "--project-name", self.project, *files, *profiles, *arguments],
             cwd=REPO_ROOT, env=self.environment(), capture_output=True, text=True,
             timeout=timeout, check=False,
         )  # fmt: skip
@@ -122,13 +125,9 @@ class Fleet:
         self.compose("down", "--timeout", "20", *(["--volumes"] if volumes else []), check=False)
 
     def logs(self, tail: int = 40) -> str:
-        files = [item for name in FILES for item in ("-f", str(REPO_ROOT / name))]
-        completed = subprocess.run(
-            [str(COMPOSE_BINARY), "--project-name", self.project, *files, "logs", "--no-color",
-             "--tail", str(tail)],
-            cwd=REPO_ROOT, env=self.environment(), capture_output=True, text=True, timeout=120,
-            check=False,
-        )  # fmt: skip
+        completed = self.compose(
+            "logs", "--no-color", "--tail", str(tail), timeout=120, check=False
+        )
         return completed.stdout[-8000:]
 
     def states(self) -> dict[str, dict[str, Any]]:

@@ -42,18 +42,28 @@ def fleet() -> Iterator[Fleet]:
         fleet.down(volumes=True)
 
 
-def train(fleet: Fleet, run: str, **settings: object) -> dict[str, Any]:
-    """Start a run in the trainer container and wait for it to finish; its last status."""
-    client = httpx.Client(base_url=fleet.url("trainer"), timeout=30)
-    started = client.post("/v1/runs", json={"run": run, **BURST, **settings}, headers=auth())
+def status(fleet: Fleet, run: str) -> dict[str, Any]:
+    response = httpx.get(f"{fleet.url('trainer')}/v1/runs/{run}", timeout=30)
+    response.raise_for_status()
+    return dict(response.json())
+
+
+def start(fleet: Fleet, run: str, **settings: object) -> None:
+    body = {"run": run, **BURST, **settings}
+    started = httpx.post(f"{fleet.url('trainer')}/v1/runs", json=body, headers=auth(), timeout=30)
     assert started.status_code == 201, started.text
 
-    def finished() -> dict | None:
-        status = client.get(f"/v1/runs/{run}").json()
-        assert status["state"] not in ("failed", "stopped"), status
-        return status if status["state"] == "finished" else None
 
-    return wait_for(f"run {run} to finish", finished, timeout=600)
+def train(fleet: Fleet, run: str, **settings: object) -> dict[str, Any]:
+    """Start a run in the trainer container and wait for it to finish; its last status."""
+    start(fleet, run, **settings)
+
+    def finished() -> dict[str, Any] | None:
+        now = status(fleet, run)
+        assert now["state"] not in ("failed", "stopped"), now
+        return now if now["state"] == "finished" else None
+
+    return dict(wait_for(f"run {run} to finish", finished, timeout=600))
 
 
 def scores(fleet: Fleet, run: str) -> list[dict]:
@@ -140,18 +150,6 @@ def test_the_fleet_in_containers_closes_the_loop_and_keeps_its_data(fleet: Fleet
                      timeout=30)  # fmt: skip
     assert runs.status_code == 200, runs.text
     assert runs.json()["checkpoints"], runs.text
-
-
-def status(fleet: Fleet, run: str) -> dict[str, Any]:
-    response = httpx.get(f"{fleet.url('trainer')}/v1/runs/{run}", timeout=30)
-    response.raise_for_status()
-    return dict(response.json())
-
-
-def start(fleet: Fleet, run: str, **settings: object) -> None:
-    body = {"run": run, **BURST, **settings}
-    started = httpx.post(f"{fleet.url('trainer')}/v1/runs", json=body, headers=auth(), timeout=30)
-    assert started.status_code == 201, started.text
 
 
 def ready(fleet: Fleet, service: str) -> int:

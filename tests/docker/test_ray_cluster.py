@@ -11,19 +11,12 @@ import subprocess
 import time
 
 import pytest
-from compose_support import COMPOSE_BINARY, REPO_ROOT, require_engine_and_images, wait_for
+from compose_support import Fleet, require_engine_and_images, wait_for
 
 TRAIN = ["koholint", "train", "--run", "across", "--workers", "2", "--envs", "2",
          "--steps", "40960", "--batch", "1024", "--minibatch", "256", "--num-epochs", "1",
          "--archive-restart-every", "0", "--checkpoint-every-iterations", "1",
          "--env-max-episode-steps", "256", "--run-dir", "/tmp/runs", "--store", "/tmp/runs/store"]  # fmt: skip
-
-
-def compose(project: str, *arguments: str, **run: object) -> subprocess.CompletedProcess[str]:
-    command = [str(COMPOSE_BINARY), "--project-name", project, "-f",
-               str(REPO_ROOT / "compose.yaml"), "--profile", "ray", *arguments]  # fmt: skip
-    return subprocess.run(command, cwd=REPO_ROOT, capture_output=True, text=True, check=False,
-                          **run)  # type: ignore[call-overload]  # fmt: skip
 
 
 def runners_on(container: str) -> int:
@@ -43,13 +36,11 @@ def runners_on(container: str) -> int:
 @pytest.mark.xdist_group("fleet")
 def test_a_run_across_containers_survives_a_lost_worker() -> None:
     require_engine_and_images()
-    project = f"koholint-ray-{os.getpid()}"
+    cluster = Fleet(f"koholint-ray-{os.getpid()}", files=("compose.yaml",), profiles=("ray",))
     try:
-        up = compose(project, "up", "--detach", "--wait", "--no-build", "--pull", "never",
-                     "ray-head", "ray-worker", timeout=300)  # fmt: skip
-        assert up.returncode == 0, up.stderr
-        head = compose(project, "ps", "--quiet", "ray-head").stdout.strip()
-        workers = compose(project, "ps", "--quiet", "ray-worker").stdout.split()
+        cluster.up("ray-head", "ray-worker")
+        head = cluster.container("ray-head")
+        workers = cluster.container("ray-worker").split()
         assert len(workers) == 2
         run = subprocess.Popen(["docker", "exec", "-e", "RAY_ADDRESS=127.0.0.1:6379", head, *TRAIN],
                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
@@ -67,4 +58,4 @@ def test_a_run_across_containers_survives_a_lost_worker() -> None:
         assert int(finished.group(1)) >= 40960
         assert re.search(r"checkpoints (\d+)", output), output[-1000:]
     finally:
-        compose(project, "down", "--volumes", "--timeout", "5", timeout=120)
+        cluster.down(volumes=True)
