@@ -30,7 +30,7 @@ from koholint.store import ObjectNotFoundError, ObjectStore, open_store
 
 POLL_SECONDS = 1.0
 STOP_GRACE_SECONDS = 60.0
-REFIT_ROW = "{:<7}{:>10}{:>9}{:>8}{:>10}  {}"
+REFIT_ROW = "{:<7}{:>10}{:>10}{:>9}{:>8}{:>10}  {}"
 
 
 class OnlineLoopError(RuntimeError):
@@ -60,6 +60,8 @@ class Refit:
 
     round: int
     step: int
+    ended_step: int | None = None
+    """the run's env steps (newest checkpoint) when the round ended: R_phi shapes from there"""
     scored: int = 0
     state: str = "running"
     """published, refused or stopped (the run ended first)"""
@@ -188,7 +190,9 @@ class OnlineLoop:
         if code not in (0, 1):  # exit 1: fitted but refused (the status says why)
             raise OnlineLoopError(stage.failure())
         read_status(refit, stage.output())
-        print(f"  refit {refit.round} at step {refit.step}: {refit.state} {refit.version} "
+        refit.ended_step = checkpoint_count(self.store, self.plan.run)[1]
+        print(f"  refit {refit.round} at step {refit.step} (ended by step {refit.ended_step}): "
+              f"{refit.state} {refit.version} "
               f"{refit.detail if refit.state != 'published' else ''}".rstrip(), flush=True)  # fmt: skip
 
     def _stop_round(self) -> None:
@@ -237,12 +241,14 @@ def newest_checkpoint(store: ObjectStore, run: str) -> tuple[int, dict[str, floa
 
 
 def print_online(result: OnlineResult) -> None:
-    print("\n" + REFIT_ROW.format("refit", "at step", "scored", "pairs", "accuracy", "version"))
+    print("\n" + REFIT_ROW.format("refit", "at step", "ended by", "scored", "pairs", "accuracy",
+                                   "version"))  # fmt: skip
     for refit in result.refits:
         accuracy = "-" if refit.accuracy is None else f"{refit.accuracy:.3f}"
         outcome = refit.version if refit.state == "published" else f"{refit.state}: {refit.detail}"
-        print(REFIT_ROW.format(refit.round, refit.step, refit.scored, refit.pairs, accuracy,
-                               outcome))  # fmt: skip
+        ended = "-" if refit.ended_step is None else refit.ended_step
+        print(REFIT_ROW.format(refit.round, refit.step, ended, refit.scored, refit.pairs,
+                               accuracy, outcome))  # fmt: skip
     metrics = result.metrics
     used = {k.removeprefix("shaped_steps."): int(v) for k, v in metrics.items()
             if k.startswith("shaped_steps.")}  # fmt: skip

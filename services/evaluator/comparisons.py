@@ -7,8 +7,12 @@ For the records of one run in a batch, every state sampled in their segments
 (so neither position is always the one further along). Each comparing judge
 (``COMPARING_JUDGES``) answers every pair M times; its vote is the sign of the sum of its
 answers (0: same, or no majority). Its accuracy over the pairs with a truth is then measured
-(``koholint.reward.truth.judge_accuracy``), and the ensemble's vote on a pair is the majority
-of the judges that keep their vote (a tie goes to the judge of most authority, as for labels).
+(``koholint.reward.truth.judge_accuracy``), and the ensemble's vote on a pair is the order a
+strict majority of the judges that keep their vote give it, "same" counting as a vote: with two
+judges both must agree. Most sampled states are ties (same level, same rooms); a judge of
+accuracy p orders a tie at random with probability 1 - p, and if one such answer against a
+"same" made a label, those random labels would outnumber the true ones (see
+docs/evaluator.md, "The comparisons' vote").
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ import numpy as np
 from evaluator.judges import COMPARING_JUDGES, JudgeBackend
 from koholint.reward.truth import MIN_MEASURED_PAIRS, further_along, judge_accuracy
 from koholint.schemas.evaluator import (
-    JUDGES,
     JudgeAccuracy,
     ScoreRecord,
     StateComparisons,
@@ -70,12 +73,13 @@ def _sign(answers: Sequence[int]) -> int:
 
 
 def ensemble_preference(votes: dict[str, int], voting: Sequence[str]) -> int:
-    """Majority of the voting judges' non-zero votes; a tie goes to the first in JUDGES."""
-    cast = [(judge, votes[judge]) for judge in JUDGES if judge in voting and votes.get(judge)]
-    total = sum(vote for _, vote in cast)
-    if total:
-        return (total > 0) - (total < 0)
-    return cast[0][1] if cast else 0
+    """The order a strict majority of the voting judges give (0, "same", is a vote too);
+    0 when there is none."""
+    cast = [votes.get(judge, 0) for judge in voting]
+    for side in (1, -1):
+        if 2 * cast.count(side) > len(cast):
+            return side
+    return 0
 
 
 def compare_states(

@@ -63,6 +63,7 @@ def test_each_new_checkpoint_starts_one_round_and_its_version_is_read_back(
     (refit,) = loop.refits
     assert (refit.round, refit.step, refit.state) == (1, 512, "published")
     assert (refit.version, refit.pairs, refit.accuracy) == (STATUS["version"], 12, 0.75)
+    assert refit.ended_step == 512
     write_ledger(store, [512, 1024])
     tick_until_idle(loop)
     assert [r.step for r in loop.refits] == [512, 1024]

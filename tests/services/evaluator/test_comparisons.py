@@ -9,12 +9,19 @@ import json
 import pytest
 from tests.services.evaluator.conftest import segment_prefixes
 
+from evaluator.comparisons import ensemble_preference, plan_pairs
 from evaluator.judges import NoisyJudges, RulesJudges
 from evaluator.metrics import Metrics
 from evaluator.scoring import Evaluator
 from koholint.bus import STREAM_SCORES, MemoryBus
 from koholint.env.export import Segment, read_segment, write_segment
-from koholint.schemas.evaluator import SCORE_SCHEMA_VERSION, ScoresEvent, StateComparisons
+from koholint.reward.truth import further_along
+from koholint.schemas.evaluator import (
+    SCORE_SCHEMA_VERSION,
+    ScoresEvent,
+    StateComparisons,
+    StateFacts,
+)
 from koholint.store import LocalStore
 
 RUN = "run-progress"
@@ -155,3 +162,37 @@ def test_no_comparisons_when_asked_for_none(local_store):
     assert {r.comparisons_key for r in records} == {None}
     assert records[0].judge_accuracy == []
     assert [r.schema_version for r in records] == [2] * SEGMENTS
+
+
+def test_a_pair_gets_an_order_only_from_a_strict_majority_same_counting_as_a_vote():
+    both = ["progress", "state"]
+    assert ensemble_preference({"progress": 1, "state": 1}, both) == 1
+    assert ensemble_preference({"progress": -1, "state": -1}, both) == -1
+    assert ensemble_preference({"progress": 1, "state": 0}, both) == 0  # one order, one "same"
+    assert ensemble_preference({"progress": 1, "state": -1}, both) == 0
+    assert ensemble_preference({"progress": 1, "state": -1}, ["state"]) == -1  # the one voter
+    assert ensemble_preference({"progress": 1}, []) == 0
+
+
+def test_noisy_labels_stay_as_accurate_as_the_judges_when_most_pairs_are_ties():
+    # Nine states in ten at level 0 with one room (ties), the rest further along.
+    facts = [
+        StateFacts(t=t, level=int(t % 10 == 0) * (1 + t % 3), rooms=1 + int(t % 10 == 0) * (t % 7),
+                   room="0:0:0", items=[], keys=0, health=12, has_instrument=False, won=False)
+        for t in range(400)
+    ]  # fmt: skip
+    judges = NoisyJudges(0.9, seed=3)
+    pairs = plan_pairs(len(facts), 20_000, seed=3)
+    truth, labels = [], []
+    for a, b in pairs:
+        question = f"{a}\x00{b}"
+        votes = {judge: judges.compare(judge, facts[a], facts[b], 0, question)
+                 for judge in ("progress", "state")}  # fmt: skip
+        truth.append(further_along(facts[a], facts[b]))
+        labels.append(ensemble_preference(votes, ["progress", "state"]))
+    labelled = [(t, label) for t, label in zip(truth, labels, strict=True) if label]
+    ties_labelled = sum(1 for t, _ in labelled if t == 0) / sum(1 for t in truth if t == 0)
+    right = sum(1 for t, label in labelled if t == label) / len(labelled)
+    assert sum(1 for t in truth if t == 0) > 0.7 * len(truth)
+    assert ties_labelled < 0.02  # (1 - p)^2 / 2 = 0.005
+    assert right > 0.85  # one vote against a "same" enough for a label: about 0.4
