@@ -10,6 +10,7 @@ corrupt or tampered object is an error, never silent data.
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import io
 import json
@@ -90,6 +91,10 @@ def _check_size(key: str, data: bytes) -> None:
         )
 
 
+def _checksum_file(path: Path) -> Path:
+    return path.with_name(path.name + ".sha256")
+
+
 class LocalStore:
     """Objects as files under a root folder; the checksum sits beside each in `<key>.sha256`."""
 
@@ -107,10 +112,16 @@ class LocalStore:
         digest = hashlib.sha256(data).hexdigest()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = path.with_name(path.name + ".tmp")
-            temporary.write_bytes(data)
-            path.with_name(path.name + ".sha256").write_text(digest)
-            os.replace(temporary, path)  # readers never see half an object
+            # The data and its checksum are two files: both change under an exclusive lock
+            # on the checksum file, which readers share, so no reader sees one without the other.
+            with _checksum_file(path).open("a+") as checksum:
+                fcntl.flock(checksum, fcntl.LOCK_EX)
+                temporary = path.with_name(path.name + ".tmp")
+                temporary.write_bytes(data)
+                os.replace(temporary, path)  # readers never see half an object
+                checksum.seek(0)
+                checksum.truncate()
+                checksum.write(digest)
         except OSError as error:
             raise StoreError(f"{key}: cannot write under {self.root} ({error})") from error
         return ObjectInfo(key, len(data), digest)
@@ -118,8 +129,10 @@ class LocalStore:
     def get(self, key: str) -> bytes:
         path = self._path(key)
         try:
-            data = path.read_bytes()
-            expected = path.with_name(path.name + ".sha256").read_text().strip()
+            with _checksum_file(path).open() as checksum:
+                fcntl.flock(checksum, fcntl.LOCK_SH)
+                expected = checksum.read().strip()
+                data = path.read_bytes()
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             # a folder is where keys share a prefix, never an object
             raise ObjectNotFoundError(f"no object {key!r} in {self.root}") from None
@@ -153,7 +166,7 @@ class LocalStore:
 
     def delete(self, key: str) -> None:
         path = self._path(key)
-        for candidate in (path, path.with_name(path.name + ".sha256")):
+        for candidate in (path, _checksum_file(path)):
             candidate.unlink(missing_ok=True)
 
     def check(self) -> None:

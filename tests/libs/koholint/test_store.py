@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -129,3 +130,27 @@ def test_open_store_urls(tmp_path: Path, monkeypatch):
         open_store("s3://bucket?endpoint=localhost:9000")
     with pytest.raises(StoreError, match="use a path"):
         open_store("ftp://x")
+
+
+def test_local_reads_during_rewrites_never_see_a_mismatch(tmp_path: Path):
+    # The data and its .sha256 are two files: a reader between the writer's two steps sees one
+    # old and one new (the online loop read a trainer's ledger mid-write that way).
+    store = LocalStore(tmp_path)
+    versions = [bytes([n]) * 200_000 for n in range(4)]
+    store.put("ledger.json", versions[0])
+    stop = threading.Event()
+
+    def rewrite() -> None:
+        n = 0
+        while not stop.is_set():
+            n += 1
+            store.put("ledger.json", versions[n % len(versions)])
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        for _ in range(2000):
+            assert store.get("ledger.json") in versions
+    finally:
+        stop.set()
+        writer.join()
