@@ -11,6 +11,7 @@ one). Both are read from the entity tables, the same on Link's Awakening.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from koholint.env.zelda import MILESTONES, milestones, progress_level
@@ -39,9 +40,12 @@ def room_detail(raw: RawState) -> tuple[int, int]:
     return enemies, block
 
 
-def cell_of(raw: RawState, tile_bin: int) -> tuple[Cell, int]:
-    """The cell a state belongs to, and its progress level."""
-    level = progress_level(raw)
+def cell_of(
+    raw: RawState, tile_bin: int, level_of: Callable[[RawState], int] = progress_level
+) -> tuple[Cell, int]:
+    """The cell a state belongs to, and its level (the hand-written progress level unless
+    `level_of` says otherwise: ``koholint.explore.levels``)."""
+    level = level_of(raw)
     enemies, block = room_detail(raw)
     cell = (raw.room_key, raw.x // tile_bin, raw.y // tile_bin, level, enemies, block)
     return cell, level

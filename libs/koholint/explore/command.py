@@ -38,22 +38,37 @@ def register(commands: argparse._SubParsersAction) -> None:
     explore.add_argument("--shorten", action="store_true",
                          help="also write win-short.actions: the win without the runs of actions "
                               "it did not need (a cleaner demonstration for robustify)")  # fmt: skip
+    explore.add_argument("--level", choices=("progress", "none", "reward-model"),
+                         default="progress",
+                         help="how far along a state is: the hand-written progress level "
+                              "(default), none, or the judges' R_phi (--reward-model)")  # fmt: skip
+    explore.add_argument("--reward-model", default="",
+                         help="--level reward-model: the R_phi version to use")  # fmt: skip
+    explore.add_argument("--store", default="",
+                         help="--level reward-model: the store URL that holds the version")  # fmt: skip
+    explore.add_argument("--level-step", type=float, default=0.5,
+                         help="--level reward-model: standard deviations of R_phi per level")  # fmt: skip
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     explore.set_defaults(handler=cmd_explore)
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from koholint.explore.explorer import ExploreConfig, ExploreConfigError, explore
+    from koholint.explore.levels import LevelSpec, level_function
     from koholint.explore.trajectory import write_trajectory
+    from koholint.reward.model import RewardModelError
+    from koholint.store import StoreError
 
     start = None if args.start == "power_on" else args.start
     config = ExploreConfig(
         start_state=start, seed=args.seed, workers=args.workers,
         max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
+        level=LevelSpec(args.level, args.reward_model, args.store, args.level_step),
     )  # fmt: skip
     try:
         config.validate()
-    except ExploreConfigError as error:
+        level_function(config.level)  # a missing or unusable R_phi version is said here
+    except (ExploreConfigError, RewardModelError, StoreError) as error:
         print(f"koholint explore: {error}", file=sys.stderr)
         return 2
     printer = _ProgressPrinter(every=50_000, quiet=args.quiet)
@@ -62,7 +77,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     out.mkdir(parents=True, exist_ok=True)
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": args.seed,
-        "workers": args.workers, "start": args.start, "env_steps": result.env_steps,
+        "workers": args.workers, "start": args.start, "level": args.level,
+        "reward_model": args.reward_model or None, "env_steps": result.env_steps,
         "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
         "seconds": round(result.seconds, 1),
         "trajectory_steps": len(result.trajectory) if result.trajectory else None,

@@ -34,6 +34,7 @@ import numpy as np
 from koholint.env.zelda import MILESTONES, ZeldaEnv
 from koholint.explore.archive import Archive, Cell
 from koholint.explore.cells import cell_of
+from koholint.explore.levels import LevelError, LevelSpec, level_function
 from koholint.explore.runner import (
     ALL_ACTIONS,
     PLAY_ACTIONS,
@@ -89,6 +90,9 @@ class ExploreConfig:
     prefer_health: bool = False
     """keep, per cell, the state with the most whole hearts before the fastest one: slower
     trajectories, but ones that do not cross a fight at half a heart (phase 2's demo)"""
+    level: LevelSpec = field(default_factory=LevelSpec)
+    """how far along a state is: the hand-written progress level, none, or the judges' R_phi
+    (``koholint.explore.levels``)"""
 
     def validate(self) -> None:
         if self.start_state not in ("start_of_play", None):
@@ -115,6 +119,10 @@ class ExploreConfig:
             raise ExploreConfigError(
                 f"repeat_probability={self.repeat_probability}: use 0 <= p < 1"
             )
+        try:
+            self.level.validate()
+        except LevelError as error:
+            raise ExploreConfigError(str(error)) from None
 
 
 @dataclass
@@ -272,7 +280,8 @@ class Explorer:
         try:
             env.reset(seed=0)
             zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
-            cell, level = cell_of(zelda.raw_state, self.config.tile_bin)
+            cell, level = cell_of(zelda.raw_state, self.config.tile_bin,
+                                  level_function(self.config.level))  # fmt: skip
             state = zelda.gameboy.save_state()
         finally:
             env.close()
@@ -295,7 +304,7 @@ def _make_runner(config: ExploreConfig) -> Runner:
         frame_skip=config.frame_skip, tile_bin=config.tile_bin, run_steps=config.run_steps,
         repeat_probability=config.repeat_probability, planner=config.planner,
         actions=ALL_ACTIONS if config.start_state is None else PLAY_ACTIONS,
-        prefer_health=config.prefer_health,
+        prefer_health=config.prefer_health, level_of=level_function(config.level),
     )  # fmt: skip
 
 

@@ -27,6 +27,7 @@ from koholint.env.wrappers import PlannerControlWrapper
 from koholint.env.zelda import Action, ZeldaEnv
 from koholint.explore.archive import Cell
 from koholint.explore.cells import cell_of, reached_milestones, restartable, won
+from koholint.explore.levels import LevelFunction, hand_written_level
 from koholint.game.ram import MotionState
 from koholint.game.state import RawState
 from koholint.planning.backends import RulesBackend
@@ -105,8 +106,10 @@ class Runner:
         planner: bool = True,
         actions: bytes = PLAY_ACTIONS,
         prefer_health: bool = False,
+        level_of: LevelFunction = hand_written_level,
     ) -> None:
         self.prefer_health = prefer_health
+        self.level_of = level_of
         self.actions = np.frombuffer(actions, np.uint8)
         self.env = exploration_env(
             frame_skip=frame_skip, max_episode_steps=2 * run_steps + 2, planner=planner
@@ -142,7 +145,7 @@ class Runner:
                 break
             if not restartable(raw):
                 continue
-            cell, level = cell_of(raw, self.tile_bin)
+            cell, level = cell_of(raw, self.tile_bin, self.level_of)
             steps = task.steps + len(actions)
             score = float(raw.health >> 3) if self.prefer_health else 0.0  # whole hearts
             best = known.get(cell)

@@ -1,0 +1,114 @@
+"""Phase 1's levels: the hand-written progress level, none, and the judges' R_phi quantised."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from koholint.cli import main
+from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX, encode, encoder_version
+from koholint.env.zelda import progress_level
+from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
+from koholint.explore.levels import REWARD_LEVEL_OFFSET, LevelSpec, level_function
+from koholint.explore.runner import exploration_env
+from koholint.reward.model import RewardFunction, new_version, publish, weights_bytes
+from koholint.schemas.reward_model import RewardModelCard
+from koholint.store import LocalStore
+
+MEAN, STD = 0.25, 0.5
+
+
+def sword_reward_model(store: LocalStore, bias: float = 0.0) -> str:
+    """R_phi = 2 * has_sword + 0.5 * link_x + bias: linear in two observation slots (one hidden
+    unit kept above 0, where its ReLU is the identity)."""
+    weight = np.zeros((OBSERVATION_SIZE, 1), np.float32)
+    weight[SLOT_INDEX["has_sword"], 0] = 2.0
+    weight[SLOT_INDEX["link_x"], 0] = 0.5
+    layers = ((weight, np.array([10.0], np.float32)),
+              (np.ones((1, 1), np.float32), np.array([bias - 10.0], np.float32)))  # fmt: skip
+    function = RewardFunction(layers, MEAN, STD)
+    card = RewardModelCard(
+        version=new_version(), created_at=1.0, encoder_version=encoder_version(),
+        observation_size=OBSERVATION_SIZE, hidden_sizes=[1], output_mean=MEAN, output_std=STD,
+        pairs=10, heldout_pairs=3, heldout_accuracy=0.9, segments=6, epochs=5, seed=0,
+        weights_sha256=hashlib.sha256(weights_bytes(function)).hexdigest(),
+    )  # fmt: skip
+    publish(store, card, function)
+    return card.version
+
+
+def raw_at(start: str):
+    env = exploration_env(start_state=start, planner=False)
+    env.reset(seed=0)
+    return env, env.unwrapped.raw_state
+
+
+def test_the_hand_written_level_and_none():
+    env, raw = raw_at("dungeon_entrance")
+    assert level_function(LevelSpec("progress"))(raw) == progress_level(raw) > 0
+    assert level_function(LevelSpec("none"))(raw) == 0
+    env.close()
+
+
+def test_the_reward_model_level_is_r_phi_standardised_and_cut_into_steps(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    version = sword_reward_model(store)
+    level = level_function(LevelSpec("reward-model", version, str(tmp_path), level_step=0.25))
+    for start, has_sword in (("start_of_play", 0.0), ("dungeon_entrance", 1.0)):
+        env, raw = raw_at(start)
+        observation = encode(raw)
+        assert observation[SLOT_INDEX["has_sword"]] == has_sword
+        value = 2.0 * has_sword + 0.5 * float(observation[SLOT_INDEX["link_x"]])
+        expected = math.floor((value - MEAN) / STD / 0.25) + REWARD_LEVEL_OFFSET
+        assert level(raw) == expected
+        env.close()
+    assert level(raw_at("dungeon_entrance")[1]) - level(raw_at("start_of_play")[1]) >= 16
+    floor = level_function(LevelSpec("reward-model", sword_reward_model(store, bias=-100.0),
+                                     str(tmp_path)))  # fmt: skip
+    assert floor(raw_at("dungeon_entrance")[1]) == 0  # far below the mean: level 0, not < 0
+
+
+def test_an_archive_leveled_by_r_phi_or_by_nothing(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    version = sword_reward_model(store)
+    spec = LevelSpec("reward-model", version, str(tmp_path))
+    level = level_function(spec)
+    result = Explorer(ExploreConfig(seed=1, max_env_steps=1_500, run_steps=50, level=spec)).run()
+    levels = {cell[3] for cell in result.archive.cells}
+    assert len(levels) >= 2  # Link's x moves R_phi across steps of half a std
+    assert result.archive.top_level == max(levels)
+    record = max(result.archive.cells.values(), key=lambda r: r.steps)
+    env = exploration_env(start_state=result.archive.state(record), planner=False)
+    env.reset(seed=0)
+    assert record.level == level(env.unwrapped.raw_state)  # the kept state's R_phi level
+    env.close()
+    flat = Explorer(ExploreConfig(seed=1, max_env_steps=1_500, run_steps=50,
+                                  level=LevelSpec("none"))).run()  # fmt: skip
+    assert {cell[3] for cell in flat.archive.cells} == {0}
+    assert flat.archive.top_level == 0
+
+
+def test_bad_level_settings_name_the_fix(tmp_path: Path, capsys):
+    with pytest.raises(ExploreConfigError, match="needs --reward-model VERSION"):
+        ExploreConfig(level=LevelSpec("reward-model")).validate()
+    with pytest.raises(ExploreConfigError, match="level_step"):
+        ExploreConfig(level=LevelSpec("none", level_step=0.0)).validate()
+    LocalStore(tmp_path).put("probe", b"")
+    code = main(["explore", "--level", "reward-model", "--reward-model", "rm-20260101-000000-abcdef",
+                 "--store", str(tmp_path), "--max-env-steps", "100", "--out", str(tmp_path / "o")])  # fmt: skip
+    assert code == 2
+    assert "rm-20260101-000000-abcdef" in capsys.readouterr().err
+
+
+def test_the_summary_names_the_level(tmp_path: Path):
+    out = tmp_path / "out"
+    code = main(["explore", "--level", "none", "--workers", "1", "--max-env-steps", "300",
+                 "--quiet", "--out", str(out)])  # fmt: skip
+    assert code == 1  # no win in 300 steps
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["level"], summary["reward_model"], summary["top_level"]) == ("none", None, 0)
