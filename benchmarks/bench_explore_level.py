@@ -31,13 +31,13 @@ OUT = Path("benchmarks/results/explore-level")
 
 
 def rows(args: argparse.Namespace) -> dict[str, list[str]]:
-    reward_model = ["--level", "reward-model", "--store", args.store]
-    return {
-        "none": ["--level", "none"],
-        "progress": ["--level", "progress"],
-        "rphi-rules": [*reward_model, "--reward-model", args.rules_version],
-        "rphi-noisy0.75": [*reward_model, "--reward-model", args.noisy_version],
-    }
+    reward_model = ["--level", "reward-model", "--store", args.store, "--reward-model"]
+    table = {"none": ["--level", "none"], "progress": ["--level", "progress"]}
+    if args.rules_version:
+        table["rphi-rules"] = [*reward_model, args.rules_version]
+    if args.noisy_version:
+        table["rphi-noisy0.75"] = [*reward_model, args.noisy_version]
+    return table
 
 
 def run_one(name: str, flags: list[str], seed: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -86,8 +86,8 @@ def main() -> None:
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     parser.add_argument("--max-env-steps", type=int, default=800_000)
     parser.add_argument("--store", default=str(OUT / "store"))
-    parser.add_argument("--rules-version", required=True)
-    parser.add_argument("--noisy-version", required=True)
+    parser.add_argument("--rules-version", default="", help="R_phi from the rules judges")
+    parser.add_argument("--noisy-version", default="", help="R_phi from noisy judges (0.75)")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--work", default="runs/bench-explore-level")
     args = parser.parse_args()

@@ -9,10 +9,10 @@ For the records of one run in a batch, every state sampled in their segments
 answers (0: same, or no majority). Its accuracy over the pairs with a truth is then measured
 (``koholint.reward.truth.judge_accuracy``), and the ensemble's vote on a pair is the order a
 strict majority of the judges that keep their vote give it, "same" counting as a vote: with two
-judges both must agree. Most sampled states are ties (same level, same rooms); a judge of
+judges both must agree. Most sampled pairs are ties (same level, same rooms); a judge of
 accuracy p orders a tie at random with probability 1 - p, and if one such answer against a
-"same" made a label, those random labels would outnumber the true ones (see
-docs/evaluator.md, "The comparisons' vote").
+"same" made a label, early batches would hold little but coin flips (docs/evaluator.md,
+"The comparisons' vote").
 """
 
 from __future__ import annotations
