@@ -35,7 +35,7 @@ def test_the_online_loop_refits_while_the_run_trains_and_the_run_uses_the_versio
     store = LocalStore(store_dir)
     published = list_versions(store)
     assert published, output
-    assert re.search(r"refit 1 at step \d+: published rm-", output), output
+    assert re.search(r"refit 1 at step \d+ \(ended by step \d+\): published rm-", output), output
     ledger = json.loads(store.get("checkpoints/online/ledger.json"))
     final = max(ledger["checkpoints"], key=lambda record: record["step"])
     assert final["step"] >= 49152

@@ -241,7 +241,7 @@ class Explorer:
         for _ in range(runs):
             record = self.archive.select(self.rng)
             seed = int(self.rng.integers(0, 2**63 - 1))
-            tasks.append(RunTask(self.archive.state(record), record.steps, seed))
+            tasks.append(RunTask(self.archive.state(record), record.steps, seed, record.level))
             trajectories.append(self.archive.trajectory(record))
         self._reserved += runs * config.run_steps
         return _Batch(tasks, trajectories)
@@ -305,6 +305,7 @@ def _make_runner(config: ExploreConfig) -> Runner:
         repeat_probability=config.repeat_probability, planner=config.planner,
         actions=ALL_ACTIONS if config.start_state is None else PLAY_ACTIONS,
         prefer_health=config.prefer_health, level_of=level_function(config.level),
+        ratchet=config.level.ratchets,
     )  # fmt: skip
 
 

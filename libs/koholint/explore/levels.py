@@ -6,7 +6,9 @@ sends restarts to the best level known (``koholint.explore.archive``).
 - ``none``: every state at level 0; cells are where Link stands and what is left in the room.
 - ``reward-model``: the judges' R_phi of the state's observation (``koholint.env.encoding``),
   standardised by its card and cut into steps of ``level_step`` standard deviations; levels
-  are shifted by ``REWARD_LEVEL_OFFSET`` and floored at 0, as the archive counts from 0.
+  are shifted by ``REWARD_LEVEL_OFFSET`` and floored at 0, as the archive counts from 0. A
+  state's level is the highest its trajectory reached (``LevelSpec.ratchets``), as the
+  progress level, which counts what was gained, never falls along the route.
 """
 
 from __future__ import annotations
@@ -47,6 +49,14 @@ class LevelSpec:
     """the store URL that holds it"""
     level_step: float = 0.5
     """standard deviations of R_phi per level"""
+
+    @property
+    def ratchets(self) -> bool:
+        """Whether a state's level is the best reached along its trajectory, not its own:
+        R_phi sees one observation, and without the ratchet a route's level falls as soon as
+        Link walks away from what raised it (the archive then sends every restart back to
+        the few cells at the top). The progress level already never falls along the route."""
+        return self.level == "reward-model"
 
     def validate(self) -> None:
         if self.level not in LEVELS:

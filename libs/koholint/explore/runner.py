@@ -48,6 +48,8 @@ class RunTask:
     state: bytes
     steps: int
     seed: int
+    level: int = 0
+    """the cell's level: a ratcheting level (R_phi's) never falls below it along the run"""
 
 
 @dataclass(frozen=True)
@@ -107,9 +109,10 @@ class Runner:
         actions: bytes = PLAY_ACTIONS,
         prefer_health: bool = False,
         level_of: LevelFunction = hand_written_level,
+        ratchet: bool = False,
     ) -> None:
         self.prefer_health = prefer_health
-        self.level_of = level_of
+        self.level_of, self.ratchet = level_of, ratchet
         self.actions = np.frombuffer(actions, np.uint8)
         self.env = exploration_env(
             frame_skip=frame_skip, max_episode_steps=2 * run_steps + 2, planner=planner
@@ -132,6 +135,7 @@ class Runner:
         # The room flags persist: what the start state had reached is no news.
         seen_milestones = reached_milestones(zelda.gameboy.memory, zelda.raw_state)
         action = int(choices[0])
+        reached_level = task.level
         for index in range(self.run_steps):
             if draws[index] >= self.repeat_probability:
                 action = int(choices[index])
@@ -146,6 +150,9 @@ class Runner:
             if not restartable(raw):
                 continue
             cell, level = cell_of(raw, self.tile_bin, self.level_of)
+            if self.ratchet and level < reached_level:
+                cell, level = (*cell[:3], reached_level, *cell[4:]), reached_level
+            reached_level = max(reached_level, level)
             steps = task.steps + len(actions)
             score = float(raw.health >> 3) if self.prefer_health else 0.0  # whole hearts
             best = known.get(cell)

@@ -15,7 +15,7 @@ from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX, encode, encoder_
 from koholint.env.zelda import progress_level
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
 from koholint.explore.levels import REWARD_LEVEL_OFFSET, LevelSpec, level_function
-from koholint.explore.runner import exploration_env
+from koholint.explore.runner import Runner, RunTask, exploration_env
 from koholint.reward.model import RewardFunction, new_version, publish, weights_bytes
 from koholint.schemas.reward_model import RewardModelCard
 from koholint.store import LocalStore
@@ -82,15 +82,34 @@ def test_an_archive_leveled_by_r_phi_or_by_nothing(tmp_path: Path):
     levels = {cell[3] for cell in result.archive.cells}
     assert len(levels) >= 2  # Link's x moves R_phi across steps of half a std
     assert result.archive.top_level == max(levels)
-    record = max(result.archive.cells.values(), key=lambda r: r.steps)
-    env = exploration_env(start_state=result.archive.state(record), planner=False)
-    env.reset(seed=0)
-    assert record.level == level(env.unwrapped.raw_state)  # the kept state's R_phi level
-    env.close()
+    for record in result.archive.cells.values():  # the best its trajectory reached
+        env = exploration_env(start_state=result.archive.state(record), planner=False)
+        env.reset(seed=0)
+        assert record.level >= level(env.unwrapped.raw_state)
+        env.close()
     flat = Explorer(ExploreConfig(seed=1, max_env_steps=1_500, run_steps=50,
                                   level=LevelSpec("none"))).run()  # fmt: skip
     assert {cell[3] for cell in flat.archive.cells} == {0}
     assert flat.archive.top_level == 0
+
+
+def test_a_run_keeps_the_best_r_phi_level_its_trajectory_reached(tmp_path: Path):
+    spec = LevelSpec("reward-model", sword_reward_model(LocalStore(tmp_path)), str(tmp_path),
+                     level_step=0.05)  # fmt: skip
+    level = level_function(spec)
+    env, _ = raw_at("start_of_play")
+    state = env.unwrapped.gameboy.save_state()
+    env.close()
+    found = {}
+    for ratchet in (True, False):
+        runner = Runner(frame_skip=4, tile_bin=16, run_steps=400, repeat_probability=0.9,
+                        planner=False, level_of=level, ratchet=ratchet)  # fmt: skip
+        report = runner.run(RunTask(state, 0, seed=5, level=3), {})
+        found[ratchet] = [item.level for item in report.found]
+        runner.close()
+    assert found[True] == [max(found[True][: i + 1]) for i in range(len(found[True]))]
+    assert min(found[True]) >= 3  # never below the cell the run started from
+    assert found[False] != sorted(found[False])  # Link walked left: R_phi fell, unratcheted
 
 
 def test_bad_level_settings_name_the_fix(tmp_path: Path, capsys):
