@@ -22,8 +22,6 @@ SUMMARY_SCHEMA_VERSION = 1
 
 
 def register(commands: argparse._SubParsersAction) -> None:
-    from koholint.explore.levels import LEVELS, LevelSpec
-
     explore = commands.add_parser(
         "explore", help="Go-Explore phase 1: explore without a policy until the game is won"
     )
@@ -40,16 +38,16 @@ def register(commands: argparse._SubParsersAction) -> None:
     explore.add_argument("--shorten", action="store_true",
                          help="also write win-short.actions: the win without the runs of actions "
                               "it did not need (a cleaner demonstration for robustify)")  # fmt: skip
-    explore.add_argument("--level", choices=LEVELS, default=LevelSpec.level,
+    explore.add_argument("--level", choices=("progress", "none", "reward-model"),
+                         default="progress",
                          help="how far along a state is: the hand-written progress level "
                               "(default), none, or the judges' R_phi (--reward-model)")  # fmt: skip
-    explore.add_argument("--reward-model", default=LevelSpec.reward_model,
+    explore.add_argument("--reward-model", default="",
                          help="--level reward-model: the R_phi version to use")  # fmt: skip
-    explore.add_argument("--store", default=LevelSpec.store,
+    explore.add_argument("--store", default="",
                          help="--level reward-model: the store URL that holds the version")  # fmt: skip
-    explore.add_argument("--level-step", type=float, default=LevelSpec.level_step,
-                         help="--level reward-model: standard deviations of R_phi per level "
-                              f"(default {LevelSpec.level_step})")  # fmt: skip
+    explore.add_argument("--level-step", type=float, default=0.5,
+                         help="--level reward-model: standard deviations of R_phi per level")  # fmt: skip
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     explore.set_defaults(handler=cmd_explore)
 
