@@ -170,11 +170,18 @@ def restart_counts(fleet: Fleet) -> dict[str, int]:
     return counts
 
 
+_SEGMENTS_SEEN: dict[str, int] = {}
+
+
 def all_scored(fleet: Fleet, run: str) -> list[dict[str, Any]] | None:
-    """The run's scores once there is one for every segment in the store (the export queue
-    may still be writing the last ones when the run reports finished)."""
+    """The run's scores once there is one for every segment in the store and the segment
+    count held still since the last look (wait_for looks every 2 s): the export queue may
+    still be writing the last ones when the run reports finished."""
+    segments = fleet.segments(run)
+    steady = _SEGMENTS_SEEN.get(run) == segments
+    _SEGMENTS_SEEN[run] = segments
     found = scores(fleet, run)
-    return found if found and len(found) >= fleet.segments(run) else None
+    return found if steady and found and len(found) >= segments else None
 
 
 @pytest.mark.slow  # ~5-10 minutes on 2 cores: four runs, two kills, a Redis outage, S3 cut off
