@@ -71,10 +71,6 @@ def no_level(raw: RawState) -> int:
     return 0
 
 
-def hand_written_level(raw: RawState) -> int:
-    return progress_level(raw)
-
-
 class RewardModelLevel:
     """R_phi of a state, standardised and quantised (see the module docstring)."""
 
@@ -92,7 +88,7 @@ def level_function(spec: LevelSpec) -> LevelFunction:
     if spec.level == "none":
         return no_level
     if spec.level == "progress":
-        return hand_written_level
+        return progress_level
     model = load_version(open_store(spec.store), spec.reward_model,
                          expected_encoder=encoder_version())  # fmt: skip
     return RewardModelLevel(RewardModelPotential(model), spec.level_step)

@@ -24,10 +24,10 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.wrappers import PlannerControlWrapper
-from koholint.env.zelda import Action, ZeldaEnv
+from koholint.env.zelda import Action, ZeldaEnv, progress_level
 from koholint.explore.archive import Cell
 from koholint.explore.cells import cell_of, reached_milestones, restartable, won
-from koholint.explore.levels import LevelFunction, hand_written_level
+from koholint.explore.levels import LevelFunction
 from koholint.game.ram import MotionState
 from koholint.game.state import RawState
 from koholint.planning.backends import RulesBackend
@@ -108,7 +108,7 @@ class Runner:
         planner: bool = True,
         actions: bytes = PLAY_ACTIONS,
         prefer_health: bool = False,
-        level_of: LevelFunction = hand_written_level,
+        level_of: LevelFunction = progress_level,
         ratchet: bool = False,
     ) -> None:
         self.prefer_health = prefer_health
