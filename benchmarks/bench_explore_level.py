@@ -1,6 +1,9 @@
 """Go-Explore guided by the judges: env steps to phase 1's first win when the archive's level is
 (i) none, (ii) the hand-written progress level, (iii) R_phi from rules judges, (iv) R_phi from
-noisy judges (p = 0.75), on the same seeds.
+noisy judges (p = 0.75), on the same seeds. R_phi comes two ways: a version fitted beforehand on
+an RL run's segments (``rphi-*`` rows, ``--level reward-model``), or fitted by the judges on
+the explorer's own cells while it explores (``judges-*`` rows, ``--level judges``: a refit
+round every ``--refit-every`` env steps, each run in a store of its own under ``--work``).
 
 Each run is ``koholint explore --workers 1 --seed N --level ...`` (one worker: deterministic
 per seed) with a budget of ``--max-env-steps``; a run that spends it without a win counts as
@@ -37,11 +40,16 @@ def rows(args: argparse.Namespace) -> dict[str, list[str]]:
         table["rphi-rules"] = [*reward_model, args.rules_version]
     if args.noisy_version:
         table["rphi-noisy0.75"] = [*reward_model, args.noisy_version]
+    judged = ["--level", "judges", "--refit-every", str(args.refit_every)]
+    table["judges-rules"] = [*judged, "--judges", "rules"]
+    table["judges-noisy0.75"] = [*judged, "--judges", "noisy", "--noisy-accuracy", "0.75"]
     return table
 
 
 def run_one(name: str, flags: list[str], seed: int, args: argparse.Namespace) -> dict[str, Any]:
     work = Path(args.work) / f"{name}-seed{seed}"
+    if "judges" in flags:  # a store of its own: the run's cells, scores and versions
+        flags = [*flags, "--store", str(work / "store")]
     command = [sys.executable, "-m", "koholint.cli", "explore", "--workers", "1", "--seed",
                str(seed), "--max-env-steps", str(args.max_env_steps), "--quiet", "--out",
                str(work), *flags]  # fmt: skip
@@ -53,7 +61,17 @@ def run_one(name: str, flags: list[str], seed: int, args: argparse.Namespace) ->
     return {"row": name, "seed": seed, "budget": args.max_env_steps, "won": summary["won"],
             "env_steps": summary["env_steps"], "milestones": summary["milestones"],
             "cells": summary["cells"], "top_level": summary["top_level"],
+            "refits": _refits(summary.get("refits", [])),
             "wall_s": round(time.perf_counter() - started, 1)}  # fmt: skip
+
+
+def _refits(refits: list[dict[str, Any]]) -> dict[str, Any]:
+    """The judged rounds in brief: how many published, the first one's step, the last one's."""
+    published = [r for r in refits if r["state"] == "published"]
+    last = published[-1] if published else {}
+    return {"rounds": len(refits), "published": len(published),
+            "first_published_at": published[0]["step"] if published else None,
+            "last_pairs": last.get("pairs"), "last_accuracy": last.get("accuracy")}  # fmt: skip
 
 
 def table(results: list[dict[str, Any]], order: list[str]) -> str:
@@ -88,6 +106,8 @@ def main() -> None:
     parser.add_argument("--store", default=str(OUT / "store"))
     parser.add_argument("--rules-version", default="", help="R_phi from the rules judges")
     parser.add_argument("--noisy-version", default="", help="R_phi from noisy judges (0.75)")
+    parser.add_argument("--refit-every", type=int, default=25_000,
+                        help="judges-* rows: env steps between refit rounds")  # fmt: skip
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--work", default="runs/bench-explore-level")
     args = parser.parse_args()

@@ -407,6 +407,13 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             info["state"] = self._state_dict(raw)
         return info
 
+    def structured_state(self) -> dict[str, Any]:
+        """The structured state now (what ``info["state"]`` holds with ``info_state``), rooms
+        visited counted afresh: for callers that run with ``info_state`` off."""
+        raw = self.raw_state
+        self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
+        return self._state_dict(raw)
+
     def _state_dict(self, raw: RawState) -> dict[str, Any]:
         """The structured state with its progress level (the judges' ground truth reads it)."""
         state = raw.to_dict(self._visited_count)

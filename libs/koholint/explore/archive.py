@@ -108,6 +108,8 @@ class Archive:
         self._trajectories: dict[str, bytes] = {}
         self._dirty: set[str] = set()
         self.top_level = 0
+        self.found = 0
+        """cells ever added: the next one's found_order (relevel merges cells, so not len)"""
 
     def __len__(self) -> int:
         return len(self.cells)
@@ -139,10 +141,11 @@ class Archive:
             if len(self.cells) >= self.max_cells:
                 return False
             record = CellRecord(
-                cell, cell_id(cell), steps, episode_return, found_order=len(self.cells),
+                cell, cell_id(cell), steps, episode_return, found_order=self.found,
                 level=level, score=score,
             )  # fmt: skip
             self.cells[cell] = record
+            self.found += 1
         self.top_level = max(self.top_level, level)
         self._states[record.state_id] = state()
         if trajectory is not None:
@@ -167,10 +170,53 @@ class Archive:
         records = list(self.cells.values())
         top = self.top_level
         base, power = self.level_base, self.count_power
-        weights = np.array([record.weight(len(records), top, base, power) for record in records])
+        found = max(self.found, len(records))  # recency over every cell ever found
+        weights = np.array([record.weight(found, top, base, power) for record in records])
         record = records[int(rng.choice(len(records), p=weights / weights.sum()))]
         record.chosen += 1
         return record
+
+    def relevel(self, levels: dict[Cell, int]) -> dict[str, tuple[str, bool]]:
+        """Give cells new levels (a new level function: ``koholint.explore.judged``): each
+        cell's fourth entry becomes its new level; cells that then share a key merge into the
+        better record (visits and choices added up). Returns, per old state id, the state id
+        that now holds the cell and whether the old record is the one kept (False: merged
+        into another). In-memory archives only."""
+        if self.store is not None:
+            raise LookupError("relevel works on an archive held in memory, not a stored one")
+        merged: dict[Cell, CellRecord] = {}
+        survivor_of: dict[str, Cell] = {}
+        for record in sorted(self.cells.values(), key=lambda r: r.found_order):
+            level = levels.get(record.cell, record.level)
+            cell = (*record.cell[:3], level, *record.cell[4:])
+            kept = merged.get(cell)
+            survivor_of[record.state_id] = cell
+            if kept is None:
+                merged[cell] = record
+                record.level = level
+                continue
+            if kept.better_than(level, record.steps, record.episode_return, record.score):
+                record.visits += kept.visits
+                record.chosen += kept.chosen
+                record.found_order = kept.found_order
+                record.level, merged[cell] = level, record
+            else:
+                kept.visits += record.visits
+                kept.chosen += record.chosen
+        states, trajectories = self._states, self._trajectories
+        self._states, self._trajectories, self.cells = {}, {}, {}
+        kept_ids = {record.state_id for record in merged.values()}
+        for cell, record in merged.items():
+            new_id = cell_id(cell)
+            self._states[new_id] = states[record.state_id]
+            if record.state_id in trajectories:
+                self._trajectories[new_id] = trajectories[record.state_id]
+            record.cell, record.state_id = cell, new_id
+            self.cells[cell] = record
+        self._dirty = set(self._states)
+        self.top_level = max((record.level for record in self.cells.values()), default=0)
+        return {old: (self.cells[cell].state_id, old in kept_ids)
+                for old, cell in survivor_of.items()}  # fmt: skip
 
     def state(self, record: CellRecord) -> bytes:
         if record.state_id not in self._states:
@@ -229,6 +275,7 @@ class Archive:
             record = _record_from_json(item)
             archive.cells[record.cell] = record
             archive.top_level = max(archive.top_level, record.level)
+            archive.found = max(archive.found, record.found_order + 1)
         return archive
 
 

@@ -12,11 +12,15 @@ import argparse
 import json
 import os
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from koholint.explore.levels import JUDGES, LEVELS, LevelSpec
+
 if TYPE_CHECKING:
     from koholint.explore.explorer import Progress
+    from koholint.online import Refit
 
 SUMMARY_SCHEMA_VERSION = 1
 
@@ -38,23 +42,31 @@ def register(commands: argparse._SubParsersAction) -> None:
     explore.add_argument("--shorten", action="store_true",
                          help="also write win-short.actions: the win without the runs of actions "
                               "it did not need (a cleaner demonstration for robustify)")  # fmt: skip
-    explore.add_argument("--level", choices=("progress", "none", "reward-model"),
-                         default="progress",
+    defaults = LevelSpec()
+    explore.add_argument("--level", choices=LEVELS, default=defaults.level,
                          help="how far along a state is: the hand-written progress level "
-                              "(default), none, or the judges' R_phi (--reward-model)")  # fmt: skip
+                              "(default), none, the judges' R_phi (--reward-model), or an R_phi "
+                              "the judges fit on the explorer's own cells as it goes (judges)")  # fmt: skip
     explore.add_argument("--reward-model", default="",
                          help="--level reward-model: the R_phi version to use")  # fmt: skip
     explore.add_argument("--store", default="",
-                         help="--level reward-model: the store URL that holds the version")  # fmt: skip
-    explore.add_argument("--level-step", type=float, default=0.5,
-                         help="--level reward-model: standard deviations of R_phi per level")  # fmt: skip
+                         help="--level reward-model: the store URL that holds the version; "
+                              "judges: where the cells, scores and versions go")  # fmt: skip
+    explore.add_argument("--level-step", type=float, default=defaults.level_step,
+                         help="R_phi levels: standard deviations of R_phi per level")  # fmt: skip
+    explore.add_argument("--refit-every", type=int, default=defaults.refit_every,
+                         help="--level judges: env steps between refit rounds")  # fmt: skip
+    explore.add_argument("--judges", choices=JUDGES, default=defaults.judges,
+                         help="--level judges: the evaluator's backend that compares the cells")  # fmt: skip
+    explore.add_argument("--noisy-accuracy", type=float, default=defaults.noisy_accuracy,
+                         help="--judges noisy: the probability each answer is right")  # fmt: skip
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     explore.set_defaults(handler=cmd_explore)
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
     from koholint.explore.explorer import ExploreConfig, ExploreConfigError, explore
-    from koholint.explore.levels import LevelSpec, level_function
+    from koholint.explore.levels import level_function
     from koholint.explore.trajectory import write_trajectory
     from koholint.reward.model import RewardModelError
     from koholint.store import StoreError
@@ -63,7 +75,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
     config = ExploreConfig(
         start_state=start, seed=args.seed, workers=args.workers,
         max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
-        level=LevelSpec(args.level, args.reward_model, args.store, args.level_step),
+        level=LevelSpec(args.level, args.reward_model, args.store, args.level_step,
+                        args.refit_every, args.judges, args.noisy_accuracy),
+        logs_dir=str(Path(args.out) / "judged"),
     )  # fmt: skip
     try:
         config.validate()
@@ -72,7 +86,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         print(f"koholint explore: {error}", file=sys.stderr)
         return 2
     printer = _ProgressPrinter(every=50_000, quiet=args.quiet)
-    result = explore(config, printer)
+    result = explore(config, printer, None if args.quiet else _print_refit)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = {
@@ -82,6 +96,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
         "seconds": round(result.seconds, 1),
         "trajectory_steps": len(result.trajectory) if result.trajectory else None,
+        "refits": [asdict(refit) for refit in result.refits],
     }  # fmt: skip
     if result.trajectory is not None:
         (out / "win.actions").write_bytes(result.trajectory)
@@ -98,6 +113,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     print(f"{verdict} after {result.env_steps} env steps, {result.cells} cells, "
           f"{result.seconds:.0f} s; results in {out}/")  # fmt: skip
     return 0 if result.won else 1
+
+
+def _print_refit(refit: Refit) -> None:
+    outcome = refit.version if refit.state == "published" else refit.state
+    accuracy = "-" if refit.accuracy is None else f"{refit.accuracy:.3f}"
+    print(f"explore: refit {refit.round} at {refit.step} steps: {outcome}, {refit.pairs} pairs, "
+          f"held-out accuracy {accuracy} ({refit.detail})", flush=True)  # fmt: skip
 
 
 class _ProgressPrinter:

@@ -22,18 +22,23 @@ no walkthrough, no recorder, no other save state.
 
 from __future__ import annotations
 
+import os
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from multiprocessing.util import Finalize
+from pathlib import Path
 
 import numpy as np
 
+from koholint.env.encoding import encode
 from koholint.env.zelda import MILESTONES, ZeldaEnv
 from koholint.explore.archive import Archive, Cell
 from koholint.explore.cells import cell_of
+from koholint.explore.judged import JudgedLevels
 from koholint.explore.levels import LevelError, LevelSpec, level_function
 from koholint.explore.runner import (
     ALL_ACTIONS,
@@ -43,6 +48,7 @@ from koholint.explore.runner import (
     RunTask,
     exploration_env,
 )
+from koholint.online import Refit
 from koholint.schemas.env import MAX_FRAME_SKIP
 
 MAX_WORKERS = 64
@@ -92,7 +98,9 @@ class ExploreConfig:
     trajectories, but ones that do not cross a fight at half a heart (phase 2's demo)"""
     level: LevelSpec = field(default_factory=LevelSpec)
     """how far along a state is: the hand-written progress level, none, or the judges' R_phi
-    (``koholint.explore.levels``)"""
+    (``koholint.explore.levels``), fitted beforehand or on the explorer's own cells (judges)"""
+    logs_dir: str = ""
+    """``judges`` level: where the refit rounds' logs go (default: a new temporary folder)"""
 
     def validate(self) -> None:
         if self.start_state not in ("start_of_play", None):
@@ -138,6 +146,8 @@ class ExploreResult:
     top_level: int
     seconds: float
     archive: Archive = field(repr=False)
+    refits: list[Refit] = field(default_factory=list)
+    """the ``judges`` level's refit rounds"""
 
 
 @dataclass
@@ -151,11 +161,13 @@ class Progress:
 
 
 class _Batch:
-    """A batch in flight: the tasks, and the trajectory behind each task's state."""
+    """A batch in flight: the tasks, the trajectory behind each task's state and the state id
+    of the cell each restarts from."""
 
-    def __init__(self, tasks: list[RunTask], trajectories: list[bytes]) -> None:
+    def __init__(self, tasks: list[RunTask], trajectories: list[bytes], parents: list[str]) -> None:
         self.tasks = tasks
         self.trajectories = trajectories
+        self.parents = parents
 
 
 class Explorer:
@@ -181,6 +193,8 @@ class Explorer:
         self._reserved = 0  # steps of the batches in flight, at most run_steps per run
         self.milestones: dict[str, int | None] = dict.fromkeys(MILESTONES)
         self.win: bytes | None = None
+        self.judged = _judged_levels(config)
+        self.on_refit: Callable[[Refit], None] | None = None
 
     def run(self) -> ExploreResult:
         started = time.perf_counter()
@@ -194,10 +208,25 @@ class Explorer:
             won=self.win is not None, env_steps=self.env_steps, trajectory=self.win,
             milestones=dict(self.milestones), cells=len(self.archive),
             top_level=self.archive.top_level, seconds=time.perf_counter() - started,
-            archive=self.archive,
+            archive=self.archive, refits=self.judged.rounds if self.judged is not None else [],
         )  # fmt: skip
 
     # -- the loop -------------------------------------------------------------
+    @property
+    def level_spec(self) -> LevelSpec:
+        """The level the workers compute for new states now."""
+        return self.judged.current if self.judged is not None else self.config.level
+
+    def _refit_due(self) -> bool:
+        return self.judged is not None and self.judged.due(self.env_steps) and not self._done()
+
+    def _refit(self) -> None:
+        """A judged round (``koholint.explore.judged``); no batch is in flight."""
+        assert self.judged is not None
+        refit = self.judged.refit(self.archive, self.env_steps)
+        if self.on_refit is not None:
+            self.on_refit(refit)
+
     def _done(self) -> bool:
         """Whether to send no more runs: won, or the budget is spent or reserved."""
         return (self.win is not None and self.config.stop_at_win) or (
@@ -205,9 +234,14 @@ class Explorer:
         )
 
     def _run_inline(self) -> None:
-        runner = _make_runner(self.config)
+        runner, level = _make_runner(self.config), self.config.level
         try:
             while not self._done():
+                if self._refit_due():
+                    self._refit()
+                if self.level_spec != level:  # a refit published a new R_phi version
+                    level = self.level_spec
+                    runner.level_of = level_function(level)
                 batch = self._next_batch()
                 known = self.archive.best_known()
                 reports = [runner.run(task, known) for task in batch.tasks]
@@ -223,9 +257,12 @@ class Explorer:
         ) as pool:
             pending: dict[Future[list[RunReport]], _Batch] = {}
             while not self._done() or pending:
-                while not self._done() and len(pending) < 2 * workers:
+                if self._refit_due() and not pending:
+                    self._refit()
+                while not self._done() and not self._refit_due() and len(pending) < 2 * workers:
                     batch = self._next_batch()
-                    future = pool.submit(_run_batch, batch.tasks, self.archive.best_known())
+                    future = pool.submit(_run_batch, batch.tasks, self.archive.best_known(),
+                                         self.level_spec)  # fmt: skip
                     pending[future] = batch
                 finished, _ = wait(pending, return_when=FIRST_COMPLETED)
                 for future in finished:
@@ -237,26 +274,31 @@ class Explorer:
         config = self.config
         left = config.max_env_steps - self.env_steps - self._reserved
         runs = max(1, min(config.runs_per_batch, left // config.run_steps))
-        tasks, trajectories = [], []
+        tasks, trajectories, parents = [], [], []
         for _ in range(runs):
             record = self.archive.select(self.rng)
             seed = int(self.rng.integers(0, 2**63 - 1))
             tasks.append(RunTask(self.archive.state(record), record.steps, seed, record.level))
             trajectories.append(self.archive.trajectory(record))
+            parents.append(record.state_id)
         self._reserved += runs * config.run_steps
-        return _Batch(tasks, trajectories)
+        return _Batch(tasks, trajectories, parents)
 
     def _merge(self, batch: _Batch, reports: list[RunReport]) -> None:
         """Add what the runs found; count milestones at the step they were reached."""
         self._reserved -= len(batch.tasks) * self.config.run_steps
         offset = self.env_steps
-        for task, parent, report in zip(batch.tasks, batch.trajectories, reports, strict=True):
+        runs = zip(batch.tasks, batch.trajectories, batch.parents, reports, strict=True)
+        for task, parent, parent_id, report in runs:
             for found in report.found:
                 trajectory = parent + report.actions[: found.length]
-                self.archive.observe(
+                kept = self.archive.observe(
                     found.cell, task.steps + found.length, 0.0, _constant(found.state),
                     level=found.level, trajectory=_constant(trajectory), score=found.score,
                 )  # fmt: skip
+                if kept and self.judged is not None and found.facts is not None:
+                    state_id = self.archive.cells[found.cell].state_id
+                    self.judged.add(state_id, found.observation, found.facts, parent_id)
             for name, length in report.milestones.items():
                 reached = offset + length
                 if self.milestones.get(name) is None or reached < self.milestones[name]:  # type: ignore[operator]
@@ -283,16 +325,23 @@ class Explorer:
             cell, level = cell_of(zelda.raw_state, self.config.tile_bin,
                                   level_function(self.config.level))  # fmt: skip
             state = zelda.gameboy.save_state()
+            observation, facts = encode(zelda.raw_state).tobytes(), zelda.structured_state()
         finally:
             env.close()
         self.archive.observe(cell, 0, 0.0, _constant(state), level=level, trajectory=_constant(b""))
+        if self.judged is not None:
+            self.judged.add(self.archive.cells[cell].state_id, observation, facts, "")
 
 
 def explore(
-    config: ExploreConfig, on_progress: Callable[[Progress], None] | None = None
+    config: ExploreConfig,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_refit: Callable[[Refit], None] | None = None,
 ) -> ExploreResult:
-    """Run phase 1 (see the module docstring)."""
-    return Explorer(config, on_progress=on_progress).run()
+    """Run phase 1 (see the module docstring); `on_refit` hears each ``judges`` round."""
+    explorer = Explorer(config, on_progress=on_progress)
+    explorer.on_refit = on_refit
+    return explorer.run()
 
 
 def _constant(value: bytes) -> Callable[[], bytes]:
@@ -305,24 +354,42 @@ def _make_runner(config: ExploreConfig) -> Runner:
         repeat_probability=config.repeat_probability, planner=config.planner,
         actions=ALL_ACTIONS if config.start_state is None else PLAY_ACTIONS,
         prefer_health=config.prefer_health, level_of=level_function(config.level),
-        ratchet=config.level.ratchets,
+        ratchet=config.level.ratchets, record_states=config.level.level == "judges",
     )  # fmt: skip
 
 
 _WORKER_RUNNER: Runner | None = None
+_WORKER_LEVEL: LevelSpec | None = None
 
 
 def _init_worker(config: ExploreConfig) -> None:
-    global _WORKER_RUNNER
-    _WORKER_RUNNER = _make_runner(config)
+    global _WORKER_RUNNER, _WORKER_LEVEL
+    _WORKER_RUNNER, _WORKER_LEVEL = _make_runner(config), config.level
     # Stop PyBoy before the worker's interpreter tears down (else it prints errors at exit).
     Finalize(_WORKER_RUNNER, _WORKER_RUNNER.close, exitpriority=10)
 
 
-def _run_batch(tasks: list[RunTask], known: dict[Cell, tuple[float, int]]) -> list[RunReport]:
+def _run_batch(
+    tasks: list[RunTask], known: dict[Cell, tuple[float, int]], level: LevelSpec
+) -> list[RunReport]:
+    global _WORKER_LEVEL
     if _WORKER_RUNNER is None:
         raise RuntimeError("worker not initialised: run batches through Explorer's pool")
+    if level != _WORKER_LEVEL:  # a judged refit published a new R_phi version
+        _WORKER_RUNNER.level_of, _WORKER_LEVEL = level_function(level), level
     return [_WORKER_RUNNER.run(task, known) for task in tasks]
+
+
+def _judged_levels(config: ExploreConfig) -> JudgedLevels | None:
+    if config.level.level != "judges":
+        return None
+    logs = (
+        Path(config.logs_dir)
+        if config.logs_dir
+        else Path(tempfile.mkdtemp(prefix="koholint-judged-"))
+    )
+    run = f"explore-s{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
+    return JudgedLevels(config.level, run=run, logs=logs, seed=config.seed)
 
 
 __all__ = [

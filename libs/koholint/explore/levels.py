@@ -9,29 +9,34 @@ sends restarts to the best level known (``koholint.explore.archive``).
   are shifted by ``REWARD_LEVEL_OFFSET`` and floored at 0, as the archive counts from 0. A
   state's level is the highest its trajectory reached (``LevelSpec.ratchets``), as the
   progress level, which counts what was gained, never falls along the route.
+- ``judges``: the same R_phi, fitted on the explorer's own cells while it explores
+  (``koholint.explore.judged``): every ``refit_every`` env steps the new cells are exported,
+  the judges (``judges``: rules or noisy) compare them and R_phi is refitted into ``store``;
+  the archive is re-levelled with each published version (level 0 before the first).
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from koholint.env.encoding import encode, encoder_version
-from koholint.env.zelda import progress_level
-from koholint.game.state import RawState
-from koholint.reward.model import RewardModelPotential, load_version
-from koholint.store import open_store
+if TYPE_CHECKING:
+    from koholint.game.state import RawState
 
-LevelName = Literal["progress", "none", "reward-model"]
-LEVELS: tuple[LevelName, ...] = ("progress", "none", "reward-model")
+# `koholint explore`'s flags read LevelSpec when the CLI starts (every koholint command): the
+# emulator, the encoder and the reward model are imported where a level function is made.
+
+LevelName = Literal["progress", "none", "reward-model", "judges"]
+LEVELS: tuple[LevelName, ...] = ("progress", "none", "reward-model", "judges")
+JUDGES = ("rules", "noisy")
+MIN_REFIT_EVERY, MAX_REFIT_EVERY = 1_000, 10_000_000
 REWARD_LEVEL_OFFSET = 8
 """R_phi levels start this many steps below the training mean (0.5 std steps: 4 std below)"""
 
-LevelFunction = Callable[[RawState], int]
+LevelFunction = Callable[["RawState"], int]
 
 
 class LevelError(ValueError):
@@ -49,6 +54,12 @@ class LevelSpec:
     """the store URL that holds it"""
     level_step: float = 0.5
     """standard deviations of R_phi per level"""
+    refit_every: int = 25_000
+    """``judges``: env steps between refits"""
+    judges: str = "rules"
+    """``judges``: the evaluator's backend that compares the cells (rules or noisy)"""
+    noisy_accuracy: float = 0.75
+    """``judges`` with ``noisy``: the probability each answer is the ground truth"""
 
     @property
     def ratchets(self) -> bool:
@@ -56,13 +67,28 @@ class LevelSpec:
         R_phi sees one observation, and without the ratchet a route's level falls as soon as
         Link walks away from what raised it (the archive then sends every restart back to
         the few cells at the top). The progress level already never falls along the route."""
-        return self.level == "reward-model"
+        return self.level in ("reward-model", "judges")
+
+    def with_version(self, version: str) -> LevelSpec:
+        """This spec reading one published R_phi version (how ``judges`` levels after a refit)."""
+        return replace(self, level="reward-model", reward_model=version)
 
     def validate(self) -> None:
         if self.level not in LEVELS:
             raise LevelError(f"level {self.level!r}: use one of {', '.join(LEVELS)}")
         if self.level == "reward-model" and not (self.reward_model and self.store):
             raise LevelError("level 'reward-model' needs --reward-model VERSION and --store URL")
+        if self.level == "judges" and not self.store:
+            raise LevelError(
+                "level 'judges' needs --store URL: the cells, scores and R_phi go there"
+            )
+        if not MIN_REFIT_EVERY <= self.refit_every <= MAX_REFIT_EVERY:
+            raise LevelError(f"refit_every={self.refit_every}: use {MIN_REFIT_EVERY}.."
+                             f"{MAX_REFIT_EVERY} env steps")  # fmt: skip
+        if self.judges not in JUDGES:
+            raise LevelError(f"judges {self.judges!r}: use one of {', '.join(JUDGES)}")
+        if not 0.0 <= self.noisy_accuracy <= 1.0:
+            raise LevelError(f"noisy_accuracy={self.noisy_accuracy}: use 0..1")
         if not 0.01 <= self.level_step <= 10:
             raise LevelError(f"level_step={self.level_step}: use 0.01..10 standard deviations")
 
@@ -75,26 +101,46 @@ class RewardModelLevel:
     """R_phi of a state, standardised and quantised (see the module docstring)."""
 
     def __init__(self, potential: Callable[[np.ndarray], np.ndarray], level_step: float) -> None:
-        self.potential, self.level_step = potential, level_step
+        from koholint.env.encoding import encode
+
+        self.potential, self.level_step, self.encode = potential, level_step, encode
 
     def __call__(self, raw: RawState) -> int:
-        value = float(self.potential(encode(raw)[None, :])[0])
-        return max(0, math.floor(value / self.level_step) + REWARD_LEVEL_OFFSET)
+        return int(self.of_observations(self.encode(raw)[None, :])[0])
+
+    def of_observations(self, observations: np.ndarray) -> np.ndarray:
+        """The levels of encoded observations, one per row."""
+        values = np.asarray(self.potential(observations), np.float64)
+        return np.maximum(
+            0, np.floor(values / self.level_step).astype(np.int64) + REWARD_LEVEL_OFFSET
+        )
 
 
-def level_function(spec: LevelSpec) -> LevelFunction:
-    """The level function `spec` names; the R_phi version is loaded and checked here."""
-    spec.validate()
-    if spec.level == "none":
-        return no_level
-    if spec.level == "progress":
-        return progress_level
+def reward_model_level(spec: LevelSpec) -> RewardModelLevel:
+    """The quantised R_phi of the version `spec` names, loaded and checked."""
+    from koholint.env.encoding import encoder_version
+    from koholint.reward.model import RewardModelPotential, load_version
+    from koholint.store import open_store
+
     model = load_version(open_store(spec.store), spec.reward_model,
                          expected_encoder=encoder_version())  # fmt: skip
     return RewardModelLevel(RewardModelPotential(model), spec.level_step)
 
 
+def level_function(spec: LevelSpec) -> LevelFunction:
+    """The level function `spec` names; the R_phi version is loaded and checked here."""
+    spec.validate()
+    if spec.level in ("none", "judges"):  # judges: level 0 until the first refit publishes
+        return no_level
+    if spec.level == "progress":
+        from koholint.env.zelda import progress_level
+
+        return progress_level
+    return reward_model_level(spec)
+
+
 __all__ = [
+    "JUDGES",
     "LEVELS",
     "REWARD_LEVEL_OFFSET",
     "LevelError",
@@ -102,4 +148,5 @@ __all__ = [
     "LevelSpec",
     "RewardModelLevel",
     "level_function",
+    "reward_model_level",
 ]

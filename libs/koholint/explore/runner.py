@@ -17,12 +17,13 @@ replayed from the start does.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 
+from koholint.env.encoding import encode
 from koholint.env.wrappers import PlannerControlWrapper
 from koholint.env.zelda import Action, ZeldaEnv, progress_level
 from koholint.explore.archive import Cell
@@ -61,6 +62,10 @@ class Found:
     length: int
     state: bytes
     score: float = 0.0
+    observation: bytes = b""
+    """with ``record_states``: the state's observation vector (128 float32)"""
+    facts: dict[str, Any] | None = None
+    """with ``record_states``: the structured state (``ZeldaEnv.structured_state``)"""
 
 
 @dataclass
@@ -110,9 +115,11 @@ class Runner:
         prefer_health: bool = False,
         level_of: LevelFunction = progress_level,
         ratchet: bool = False,
+        record_states: bool = False,
     ) -> None:
         self.prefer_health = prefer_health
         self.level_of, self.ratchet = level_of, ratchet
+        self.record_states = record_states
         self.actions = np.frombuffer(actions, np.uint8)
         self.env = exploration_env(
             frame_skip=frame_skip, max_episode_steps=2 * run_steps + 2, planner=planner
@@ -162,7 +169,11 @@ class Runner:
                 continue
             known[cell] = (score, steps)
             state = zelda.gameboy.save_state()
-            report.found.append(Found(cell, level, len(actions), state, score))
+            found = Found(cell, level, len(actions), state, score)
+            if self.record_states:  # the judges compare the cells (koholint.explore.judged)
+                found = replace(found, observation=encode(raw).tobytes(),
+                                facts=zelda.structured_state())  # fmt: skip
+            report.found.append(found)
             for name in reached_milestones(zelda.gameboy.memory, raw) - seen_milestones:
                 report.milestones.setdefault(name, len(actions))
         if report.win is not None:
