@@ -1,12 +1,17 @@
-"""Phase 1's cells: where Link stands, how far along the route, and what is left in the room.
+"""Phase 1's cells: where Link stands, how far along the route, what is left in the room and
+what Link holds.
 
-A cell is ``(room key, x // bin, y // bin, progress level, enemies left, block tile)``. The
-first four are the archive's cells (``koholint.explore.archive``); the last two are the room's
+A cell is ``(room key, x // bin, y // bin, level, enemies left, block tile, items, keys)``. The
+first four are the archive's cells (``koholint.explore.archive``); the next two are the room's
 own progress, which the level cannot see because it resets when Link leaves: the key hall
 hides its key until all three enemies are beaten, so a state with one enemy left must be
 kept apart from one with three; and the puzzle's block has to travel five tiles, so each
 place it has reached is kept too (and a block pushed into a corner does not erase a good
-one). Both are read from the entity tables, the same on Link's Awakening.
+one). Both are read from the entity tables, the same on Link's Awakening. The last two are
+what Link holds (the items as a bit mask, the small keys), as Go-Explore's cells count the
+keys held: without them a level that does not count an item yet (none, or an R_phi fitted
+before any state held it) files the first state with the sword under a cell already reached
+without it, and drops it as a slower visit before the judges ever see it.
 """
 
 from __future__ import annotations
@@ -47,8 +52,18 @@ def cell_of(
     `level_of` says otherwise: ``koholint.explore.levels``)."""
     level = level_of(raw)
     enemies, block = room_detail(raw)
-    cell = (raw.room_key, raw.x // tile_bin, raw.y // tile_bin, level, enemies, block)
+    cell = (raw.room_key, raw.x // tile_bin, raw.y // tile_bin, level, enemies, block,
+            held_items(raw), int(raw.keys))  # fmt: skip
     return cell, level
+
+
+def held_items(raw: RawState) -> int:
+    """The items in Link's slots as a bit mask (bit n: item n)."""
+    mask = 0
+    for item in raw.inventory:
+        if item:
+            mask |= 1 << item
+    return mask
 
 
 def restartable(raw: RawState) -> bool:
@@ -71,6 +86,7 @@ __all__ = [
     "MILESTONES",
     "NO_BLOCK",
     "cell_of",
+    "held_items",
     "reached_milestones",
     "restartable",
     "room_detail",
