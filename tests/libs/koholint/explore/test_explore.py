@@ -8,7 +8,7 @@ import pytest
 
 from koholint.env.zelda import Action
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
-from koholint.explore.cells import NO_BLOCK, cell_of, room_detail
+from koholint.explore.cells import NO_BLOCK, cell_of, held_items, room_detail
 from koholint.explore.runner import Runner, RunTask, exploration_env
 from koholint.explore.trajectory import winning_demo, write_trajectory
 from koholint.trajectory.jsonl import ram_hash, replay
@@ -58,6 +58,21 @@ def test_cells_see_the_rooms_own_progress():
     assert (enemies, block) == (0, 0x23)  # the block at tile (3, 2), unpushed
     for env in (village, puzzle):
         env.close()
+
+
+def test_cells_keep_apart_what_link_holds_whatever_the_level():
+    """A state with the sword is another cell than the same place without it, even when the
+    level does not count the sword (none, or an R_phi that has not seen it yet)."""
+    env = env_at("before_puzzle")  # Link holds the sword here
+    raw = env.raw_state
+    env.close()
+    sword = held_items(raw)
+    assert sword & (1 << 1)  # item 1: the sword
+    with_sword, _ = cell_of(raw, 16, level_of=lambda _: 0)
+    raw.inventory, raw.keys = (0, 0), 1
+    without, _ = cell_of(raw, 16, level_of=lambda _: 0)
+    assert with_sword[:6] == without[:6]
+    assert (with_sword[6:], without[6:]) == ((sword, 0), (0, 1))
 
 
 def test_a_run_reports_new_cells_whose_states_match_their_actions():
