@@ -15,6 +15,8 @@ noisy judges). Each run writes `<out>/<row>-seed<N>.json`; the table goes to
 
     .venv/bin/python benchmarks/bench_explore_level.py --seeds 0 1 2 --max-env-steps 800000 \
         --rules-version rm-... --noisy-version rm-...
+    .venv/bin/python benchmarks/bench_explore_level.py --rows progress none judges-rules \
+        judges-noisy0.75 --seeds 0 1 2 --max-env-steps 550000 --out benchmarks/results/explore-level/held
 """
 
 from __future__ import annotations

@@ -60,6 +60,9 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help="--level judges: the evaluator's backend that compares the cells")  # fmt: skip
     explore.add_argument("--noisy-accuracy", type=float, default=defaults.noisy_accuracy,
                          help="--judges noisy: the probability each answer is right")  # fmt: skip
+    explore.add_argument("--level-base", type=float, default=None,
+                         help="each level below the best known divides a cell's restart weight "
+                              "by this (default 1000: restarts go to the best level)")  # fmt: skip
     explore.add_argument("--quiet", action="store_true", help="no progress lines")
     explore.set_defaults(handler=cmd_explore)
 
@@ -78,6 +81,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         level=LevelSpec(args.level, args.reward_model, args.store, args.level_step,
                         args.refit_every, args.judges, args.noisy_accuracy),
         logs_dir=str(Path(args.out) / "judged"),
+        level_base=ExploreConfig.level_base if args.level_base is None else args.level_base,
     )  # fmt: skip
     try:
         config.validate()

@@ -27,6 +27,10 @@ def test_a_budget_too_small_to_win_writes_the_summary_and_fails(tmp_path: Path, 
 def test_bad_settings_exit_2_naming_the_setting(tmp_path: Path, capsys):
     assert main(["explore", "--workers", "0", "--out", str(tmp_path)]) == 2
     assert "workers=0" in capsys.readouterr().err
+    assert main(["explore", "--level-base", "0.5", "--out", str(tmp_path)]) == 2
+    assert "level_base=0.5" in capsys.readouterr().err
+    assert main(["explore", "--level", "judges", "--out", str(tmp_path)]) == 2
+    assert "needs --store URL" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # ~3 min: seed 1's win (67k env steps), then ~150 replays to shorten it
