@@ -315,8 +315,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self._raw = self._read()
         if self._taps is not None:  # the next step's deltas compare against this snapshot
             self._taps.read(np.empty(OBSERVATION_SIZE, np.float32))
-        self._visited_count = count_visited_rooms(self.gameboy.memory, self._banked)
-        return self._state_dict(self._raw)
+        return self.structured_state()
 
     # -- actions ------------------------------------------------------------
     def _resolve_action(self, action: Any) -> Action:

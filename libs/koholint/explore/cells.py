@@ -53,17 +53,8 @@ def cell_of(
     level = level_of(raw)
     enemies, block = room_detail(raw)
     cell = (raw.room_key, raw.x // tile_bin, raw.y // tile_bin, level, enemies, block,
-            held_items(raw), int(raw.keys))  # fmt: skip
+            raw.items_mask, int(raw.keys))  # fmt: skip
     return cell, level
-
-
-def held_items(raw: RawState) -> int:
-    """The items in Link's slots as a bit mask (bit n: item n)."""
-    mask = 0
-    for item in raw.inventory:
-        if item:
-            mask |= 1 << item
-    return mask
 
 
 def restartable(raw: RawState) -> bool:
@@ -86,7 +77,6 @@ __all__ = [
     "MILESTONES",
     "NO_BLOCK",
     "cell_of",
-    "held_items",
     "reached_milestones",
     "restartable",
     "room_detail",

@@ -179,6 +179,7 @@ class Explorer:
         *,
         archive: Archive | None = None,
         on_progress: Callable[[Progress], None] | None = None,
+        on_refit: Callable[[Refit], None] | None = None,
     ) -> None:
         config.validate()
         self.config = config
@@ -194,7 +195,7 @@ class Explorer:
         self.milestones: dict[str, int | None] = dict.fromkeys(MILESTONES)
         self.win: bytes | None = None
         self.judged = _judged_levels(config)
-        self.on_refit: Callable[[Refit], None] | None = None
+        self.on_refit = on_refit
 
     def run(self) -> ExploreResult:
         started = time.perf_counter()
@@ -325,12 +326,13 @@ class Explorer:
             cell, level = cell_of(zelda.raw_state, self.config.tile_bin,
                                   level_function(self.config.level))  # fmt: skip
             state = zelda.gameboy.save_state()
-            observation, facts = encode(zelda.raw_state).tobytes(), zelda.structured_state()
+            self.archive.observe(cell, 0, 0.0, _constant(state), level=level,
+                                 trajectory=_constant(b""))  # fmt: skip
+            if self.judged is not None:
+                self.judged.add(self.archive.cells[cell].state_id,
+                                encode(zelda.raw_state).tobytes(), zelda.structured_state(), "")  # fmt: skip
         finally:
             env.close()
-        self.archive.observe(cell, 0, 0.0, _constant(state), level=level, trajectory=_constant(b""))
-        if self.judged is not None:
-            self.judged.add(self.archive.cells[cell].state_id, observation, facts, "")
 
 
 def explore(
@@ -339,9 +341,7 @@ def explore(
     on_refit: Callable[[Refit], None] | None = None,
 ) -> ExploreResult:
     """Run phase 1 (see the module docstring); `on_refit` hears each ``judges`` round."""
-    explorer = Explorer(config, on_progress=on_progress)
-    explorer.on_refit = on_refit
-    return explorer.run()
+    return Explorer(config, on_progress=on_progress, on_refit=on_refit).run()
 
 
 def _constant(value: bytes) -> Callable[[], bytes]:

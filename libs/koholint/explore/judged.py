@@ -177,11 +177,12 @@ class JudgedLevels:
         renamed = archive.relevel(
             {r.cell: levels[r.state_id] for r in records if r.state_id in levels}
         )
-        self.facts = {renamed[old][0]: facts for old, facts in self.facts.items()
-                      if renamed.get(old, ("", False))[1]}  # fmt: skip
+        holder = {old: new for old, (new, _) in renamed.items()}
+        kept = {old: new for old, (new, survived) in renamed.items() if survived}
+        self.facts = {kept[old]: facts for old, facts in self.facts.items() if old in kept}
         for facts in self.facts.values():  # a merged parent: the cell that absorbed it
-            facts.parent = renamed.get(facts.parent, ("", False))[0]
-        self.pending = {renamed[old][0] for old in self.pending if renamed.get(old, ("", False))[1]}
+            facts.parent = holder.get(facts.parent, "")
+        self.pending = {kept[old] for old in self.pending if old in kept}
 
 
 __all__ = ["CELLS_PER_SEGMENT", "REVIEW_CELLS", "CellFacts", "JudgedLevelError", "JudgedLevels"]

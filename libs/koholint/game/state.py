@@ -220,13 +220,19 @@ class RawState:
             ),
         }
 
-    def to_dict(self, rooms_visited: int) -> dict[str, Any]:
-        """The state as plain data that validates as a GameState."""
-        dialog = self.dialog & ~DIALOG_BOX_AT_BOTTOM & 0xFF
+    @property
+    def items_mask(self) -> int:
+        """The items in Link's slots as a bit mask (bit n: item n)."""
         items = 0
         for item in self.inventory:
             if item:
                 items |= 1 << item
+        return items
+
+    def to_dict(self, rooms_visited: int) -> dict[str, Any]:
+        """The state as plain data that validates as a GameState."""
+        dialog = self.dialog & ~DIALOG_BOX_AT_BOTTOM & 0xFF
+        items = self.items_mask
         return {
             "schema_version": STATE_SCHEMA_VERSION,
             "room": {"indoor": bool(self.indoor), "map": self.room_key[1], "room": self.room},

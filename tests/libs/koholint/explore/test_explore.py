@@ -8,7 +8,7 @@ import pytest
 
 from koholint.env.zelda import Action
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
-from koholint.explore.cells import NO_BLOCK, cell_of, held_items, room_detail
+from koholint.explore.cells import NO_BLOCK, cell_of, room_detail
 from koholint.explore.runner import Runner, RunTask, exploration_env
 from koholint.explore.trajectory import winning_demo, write_trajectory
 from koholint.trajectory.jsonl import ram_hash, replay
@@ -66,7 +66,7 @@ def test_cells_keep_apart_what_link_holds_whatever_the_level():
     env = env_at("before_puzzle")  # Link holds the sword here
     raw = env.raw_state
     env.close()
-    sword = held_items(raw)
+    sword = raw.items_mask
     assert sword & (1 << 1)  # item 1: the sword
     with_sword, _ = cell_of(raw, 16, level_of=lambda _: 0)
     raw.inventory, raw.keys = (0, 0), 1
