@@ -45,6 +45,9 @@ def rows(args: argparse.Namespace) -> dict[str, list[str]]:
     judged = ["--level", "judges", "--refit-every", str(args.refit_every)]
     table["judges-rules"] = [*judged, "--judges", "rules"]
     table["judges-noisy0.75"] = [*judged, "--judges", "noisy", "--noisy-accuracy", "0.75"]
+    memory = ["--level-encoding", "memory"]  # R_phi also reads the room flags' counts
+    table["judges-rules-memory"] = [*table["judges-rules"], *memory]
+    table["judges-noisy0.75-memory"] = [*table["judges-noisy0.75"], *memory]
     return table
 
 

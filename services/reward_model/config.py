@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
@@ -48,6 +50,12 @@ class Settings(
     max_segments: int = Field(2000, ge=2, le=100_000, description="oldest dropped past this")
     accuracy_floor: float = Field(
         0.6, ge=0, le=1, description="publish only above this held-out accuracy"
+    )
+    encoding: Literal["observation", "memory"] = Field(
+        "observation",
+        description="the segments' observation encoding it trains on (koholint.env.encoding): "
+        "observation, what the trainer's policy sees and shapes with; memory, that and the room "
+        "flags' counts, for R_phi as the explorer's level",
     )
 
     def fit_config(self) -> FitConfig:

@@ -76,7 +76,7 @@ class RewardModelService:
                  metrics: Metrics | None = None) -> None:  # fmt: skip
         self.settings, self.store, self.bus = settings, store, bus
         self.metrics = metrics or Metrics()
-        self.encoder_version = encoder_version()
+        self.encoder_version = encoder_version(settings.encoding)
         self.last_training: TrainStatus | None = None
         self._segments: OrderedDict[str, ScoredSegment] = OrderedDict()
         self._comparisons: OrderedDict[str, StateComparisons] = OrderedDict()

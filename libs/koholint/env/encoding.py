@@ -4,6 +4,12 @@
 ``encode(raw)`` fills a float32 vector from a ``RawState``. ``encoder_version()`` names the
 layout: a reward model or policy trained on one layout is refused by an env with another.
 
+The ``memory`` encoding (``ENCODINGS``) appends ``MEMORY_SLOTS``: what the game remembers
+across rooms, which one frame's slots do not show — for each bit of a room's flags byte, how
+many rooms of the overworld and of the indoor maps have it set (visited, puzzle solved, door
+opened, key taken, ...). The policy never sees it; an R_phi that judges compare states with
+needs it, or it explains "further along" by where Link stands (docs/reward-model.md).
+
 Room-object features (neighbours, the tile in front) use the cartridge's metatile ids
 (docs/cartridge.md); on the real DX ROM those slots read LADX object ids and are only
 a rough signal.
@@ -12,12 +18,13 @@ a rough signal.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from functools import cache
 from typing import NamedTuple
 
 import numpy as np
 
-from koholint.game.ram import ENEMY_TYPES, EntityType
+from koholint.game.ram import ENEMY_TYPES, EntityType, RamAddress
 from koholint.game.state import RawState
 from koholint.game.tiles import PICKUPS, SOLID, STAIRS, Metatile
 
@@ -194,10 +201,56 @@ def encode(raw: RawState) -> np.ndarray:
     return np.array(values, dtype=np.float32)
 
 
+# The overworld and indoor room flag tables (D800-D9FF), one byte per room.
+_FLAG_TABLES = slice(
+    int(RamAddress.OVERWORLD_ROOM_STATUS), int(RamAddress.INDOOR_ROOM_STATUS) + 256
+)
+MEMORY_SIZE = 16
+MEMORY_SLOTS: tuple[Slot, ...] = tuple(
+    Slot(OBSERVATION_SIZE + 8 * table + bit, f"{name}_rooms_flag_{bit}",
+         f"rooms of the {name} table ({address}) with flag bit {bit} set",
+         "log2(1 + count) / 8")
+    for table, (name, address) in enumerate((("overworld", "D800"), ("indoor", "D900")))
+    for bit in range(8)
+)  # fmt: skip
+ENCODINGS = ("observation", "memory")
+"""``observation``: the 128 slots the policy sees; ``memory``: those and ``MEMORY_SLOTS``."""
+
+
+def encode_memory(raw: RawState) -> np.ndarray:
+    """``MEMORY_SLOTS`` of one frame (16 float32 in [0, 1])."""
+    tables = np.frombuffer(bytes(raw._memory[_FLAG_TABLES]), np.uint8).reshape(2, 256)
+    counts = np.unpackbits(tables[:, :, None], axis=2, bitorder="little").sum(axis=1)
+    memory: np.ndarray = (np.log2(1.0 + counts) / 8).astype(np.float32).reshape(MEMORY_SIZE)
+    return memory
+
+
+def encode_with_memory(raw: RawState) -> np.ndarray:
+    """The ``memory`` encoding: ``encode(raw)`` then ``encode_memory(raw)``."""
+    return np.concatenate((encode(raw), encode_memory(raw)))
+
+
+def encoder(encoding: str = "observation") -> Callable[[RawState], np.ndarray]:
+    """The function that encodes a frame in `encoding` (one of ``ENCODINGS``)."""
+    _check(encoding)
+    return encode if encoding == "observation" else encode_with_memory
+
+
+def encoding_size(encoding: str = "observation") -> int:
+    _check(encoding)
+    return OBSERVATION_SIZE + (MEMORY_SIZE if encoding == "memory" else 0)
+
+
 @cache
-def encoder_version() -> str:
+def encoder_version(encoding: str = "observation") -> str:
     """``obs<size>-<12 hex of the layout's sha256>``; changes whenever a slot changes."""
+    slots = SLOTS + (MEMORY_SLOTS if encoding == "memory" else ())
     layout = "\n".join(
-        f"{slot.position}|{slot.name}|{slot.source}|{slot.normalisation}" for slot in SLOTS
+        f"{slot.position}|{slot.name}|{slot.source}|{slot.normalisation}" for slot in slots
     )
-    return f"obs{OBSERVATION_SIZE}-{hashlib.sha256(layout.encode()).hexdigest()[:12]}"
+    return f"obs{encoding_size(encoding)}-{hashlib.sha256(layout.encode()).hexdigest()[:12]}"
+
+
+def _check(encoding: str) -> None:
+    if encoding not in ENCODINGS:
+        raise ValueError(f"encoding {encoding!r}: use one of {', '.join(ENCODINGS)}")

@@ -47,6 +47,8 @@ class Segment:
     """PNG bytes, or screens as (144, 160, 3 or 4) uint8 arrays (RGB or RGBA: the alpha is
     dropped) that ``write_segment`` encodes: the recorder leaves encoding to the queue's
     thread, off the sampling path"""
+    encoding: str = "observation"
+    """how the steps' observations are encoded (``koholint.env.encoding.ENCODINGS``)"""
 
     @property
     def prefix(self) -> str:
@@ -74,7 +76,7 @@ def write_segment(store: ObjectStore, segment: Segment) -> dict[str, Any]:
         "episode": segment.episode,
         "segment": segment.index,
         "steps": len(segment.steps),
-        "encoder_version": encoder_version(),
+        "encoder_version": encoder_version(segment.encoding),
         "first_step": segment.steps[0]["t"] if segment.steps else None,
         "files": {name: hashlib.sha256(data).hexdigest() for name, data in sorted(files.items())},
     }

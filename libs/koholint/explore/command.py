@@ -60,6 +60,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help="--level judges: the evaluator's backend that compares the cells")  # fmt: skip
     explore.add_argument("--noisy-accuracy", type=float, default=defaults.noisy_accuracy,
                          help="--judges noisy: the probability each answer is right")  # fmt: skip
+    explore.add_argument("--level-encoding", default=defaults.encoding,
+                         help="--level reward-model or judges: what R_phi reads of a state: "
+                              "observation (what the policy sees) or memory (that and how many "
+                              "rooms carry each room flag: visited, solved, opened)")  # fmt: skip
     explore.add_argument("--level-base", type=float, default=None,
                          help="each level below the best known divides a cell's restart weight "
                               "by this (default 1000: restarts go to the best level)")  # fmt: skip
@@ -79,7 +83,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         start_state=start, seed=args.seed, workers=args.workers,
         max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
         level=LevelSpec(args.level, args.reward_model, args.store, args.level_step,
-                        args.refit_every, args.judges, args.noisy_accuracy),
+                        args.refit_every, args.judges, args.noisy_accuracy, args.level_encoding),
         logs_dir=str(Path(args.out) / "judged"),
         level_base=ExploreConfig.level_base if args.level_base is None else args.level_base,
     )  # fmt: skip
@@ -96,6 +100,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": args.seed,
         "workers": args.workers, "start": args.start, "level": args.level,
+        "level_encoding": args.level_encoding,
         "reward_model": args.reward_model or None, "env_steps": result.env_steps,
         "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
         "seconds": round(result.seconds, 1),

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
-from koholint.env.encoding import encode
+from koholint.env.encoding import encoder
 from koholint.env.zelda import MILESTONES, ZeldaEnv
 from koholint.explore.archive import Archive, Cell
 from koholint.explore.cells import cell_of
@@ -330,7 +330,8 @@ class Explorer:
                                  trajectory=_constant(b""))  # fmt: skip
             if self.judged is not None:
                 self.judged.add(self.archive.cells[cell].state_id,
-                                encode(zelda.raw_state).tobytes(), zelda.structured_state(), "")  # fmt: skip
+                                encoder(self.config.level.encoding)(zelda.raw_state).tobytes(),
+                                zelda.structured_state(), "")  # fmt: skip
         finally:
             env.close()
 
@@ -354,8 +355,13 @@ def _make_runner(config: ExploreConfig) -> Runner:
         repeat_probability=config.repeat_probability, planner=config.planner,
         actions=ALL_ACTIONS if config.start_state is None else PLAY_ACTIONS,
         prefer_health=config.prefer_health, level_of=level_function(config.level),
-        ratchet=config.level.ratchets, record_states=config.level.level == "judges",
+        ratchet=config.level.ratchets, record_states=_recorded_encoding(config.level),
     )  # fmt: skip
+
+
+def _recorded_encoding(level: LevelSpec) -> str | None:
+    """The encoding the judged cells' observations are recorded in (None: not recorded)."""
+    return level.encoding if level.level == "judges" else None
 
 
 _WORKER_RUNNER: Runner | None = None

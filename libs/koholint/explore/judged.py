@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.encoding import encoding_size
 from koholint.env.export import Segment, write_segment
 from koholint.explore.archive import Archive
 from koholint.explore.levels import LevelSpec, reward_model_level
@@ -80,10 +80,10 @@ class JudgedLevels:
 
     def add(self, state_id: str, observation: bytes, state: dict[str, Any], parent: str) -> None:
         """A cell's kept state is new or bettered."""
-        vector = np.frombuffer(observation, np.float32)
-        if vector.shape != (OBSERVATION_SIZE,):
-            raise ValueError(f"cell {state_id}: observation of {vector.size} floats, "
-                             f"not {OBSERVATION_SIZE} (run the runner with record_states)")  # fmt: skip
+        vector, size = np.frombuffer(observation, np.float32), encoding_size(self.spec.encoding)
+        if vector.shape != (size,):
+            raise ValueError(f"cell {state_id}: observation of {vector.size} floats, not {size} "
+                             f"(run the runner with record_states={self.spec.encoding!r})")  # fmt: skip
         self.facts[state_id] = CellFacts(vector, state, parent)
         self.pending.add(state_id)
 
@@ -135,7 +135,8 @@ class JudgedLevels:
                  "observation": self.facts[i].observation.tolist(), "state": self.facts[i].state}
                 for t, i in enumerate(chunk)
             ]  # fmt: skip
-            write_segment(self.store, Segment(self.run, f"cells-{round_number:03d}", index, steps))
+            write_segment(self.store, Segment(self.run, f"cells-{round_number:03d}", index, steps,
+                                              encoding=self.spec.encoding))  # fmt: skip
         self.pending.clear()
         return len(new)
 
@@ -149,7 +150,8 @@ class JudgedLevels:
     def _stage(self, refit: Refit, name: str, command: list[str], accept: tuple[int, ...]) -> str:
         log = self.logs / f"judged-{refit.round:03d}-{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
-        environment = {**os.environ, "KOHOLINT_EVALUATOR_STATE_STRIDE": "1"}
+        environment = {**os.environ, "KOHOLINT_EVALUATOR_STATE_STRIDE": "1",
+                       "KOHOLINT_REWARD_MODEL_ENCODING": self.spec.encoding}  # fmt: skip
         with log.open("w") as output:
             output.write(f"$ {' '.join(command)}\n")
             output.flush()

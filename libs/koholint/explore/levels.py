@@ -60,6 +60,9 @@ class LevelSpec:
     """``judges``: the evaluator's backend that compares the cells (rules or noisy)"""
     noisy_accuracy: float = 0.75
     """``judges`` with ``noisy``: the probability each answer is the ground truth"""
+    encoding: str = "observation"
+    """what R_phi reads of a state (``koholint.env.encoding.ENCODINGS``): ``memory`` adds the
+    room flags' counts, the progress one frame does not show"""
 
     @property
     def ratchets(self) -> bool:
@@ -89,6 +92,10 @@ class LevelSpec:
             raise LevelError(f"judges {self.judges!r}: use one of {', '.join(JUDGES)}")
         if not 0.0 <= self.noisy_accuracy <= 1.0:
             raise LevelError(f"noisy_accuracy={self.noisy_accuracy}: use 0..1")
+        from koholint.env.encoding import ENCODINGS
+
+        if self.encoding not in ENCODINGS:
+            raise LevelError(f"encoding {self.encoding!r}: use one of {', '.join(ENCODINGS)}")
         if not 0.01 <= self.level_step <= 10:
             raise LevelError(f"level_step={self.level_step}: use 0.01..10 standard deviations")
 
@@ -100,10 +107,15 @@ def no_level(raw: RawState) -> int:
 class RewardModelLevel:
     """R_phi of a state, standardised and quantised (see the module docstring)."""
 
-    def __init__(self, potential: Callable[[np.ndarray], np.ndarray], level_step: float) -> None:
-        from koholint.env.encoding import encode
+    def __init__(
+        self,
+        potential: Callable[[np.ndarray], np.ndarray],
+        level_step: float,
+        encoding: str = "observation",
+    ) -> None:
+        from koholint.env.encoding import encoder
 
-        self.potential, self.level_step, self.encode = potential, level_step, encode
+        self.potential, self.level_step, self.encode = potential, level_step, encoder(encoding)
 
     def __call__(self, raw: RawState) -> int:
         return int(self.of_observations(self.encode(raw)[None, :])[0])
@@ -123,8 +135,8 @@ def reward_model_level(spec: LevelSpec) -> RewardModelLevel:
     from koholint.store import open_store
 
     model = load_version(open_store(spec.store), spec.reward_model,
-                         expected_encoder=encoder_version())  # fmt: skip
-    return RewardModelLevel(RewardModelPotential(model), spec.level_step)
+                         expected_encoder=encoder_version(spec.encoding))  # fmt: skip
+    return RewardModelLevel(RewardModelPotential(model), spec.level_step, spec.encoding)
 
 
 def level_function(spec: LevelSpec) -> LevelFunction:

@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from koholint.env.encoding import encode
+from koholint.env.encoding import encoder
 from koholint.env.wrappers import PlannerControlWrapper
 from koholint.env.zelda import Action, ZeldaEnv, progress_level
 from koholint.explore.archive import Cell
@@ -63,7 +63,7 @@ class Found:
     state: bytes
     score: float = 0.0
     observation: bytes = b""
-    """with ``record_states``: the state's observation vector (128 float32)"""
+    """with ``record_states`` (an encoding): the state's observation vector (float32)"""
     facts: dict[str, Any] | None = None
     """with ``record_states``: the structured state (``ZeldaEnv.structured_state``)"""
 
@@ -115,11 +115,11 @@ class Runner:
         prefer_health: bool = False,
         level_of: LevelFunction = progress_level,
         ratchet: bool = False,
-        record_states: bool = False,
+        record_states: str | None = None,
     ) -> None:
         self.prefer_health = prefer_health
         self.level_of, self.ratchet = level_of, ratchet
-        self.record_states = record_states
+        self.encode = None if record_states is None else encoder(record_states)
         self.actions = np.frombuffer(actions, np.uint8)
         self.env = exploration_env(
             frame_skip=frame_skip, max_episode_steps=2 * run_steps + 2, planner=planner
@@ -170,8 +170,8 @@ class Runner:
             known[cell] = (score, steps)
             state = zelda.gameboy.save_state()
             found = Found(cell, level, len(actions), state, score)
-            if self.record_states:  # the judges compare the cells (koholint.explore.judged)
-                found = replace(found, observation=encode(raw).tobytes(),
+            if self.encode is not None:  # the judges compare the cells (explore.judged)
+                found = replace(found, observation=self.encode(raw).tobytes(),
                                 facts=zelda.structured_state())  # fmt: skip
             report.found.append(found)
             for name in reached_milestones(zelda.gameboy.memory, raw) - seen_milestones:

@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from reward_synthetic import export_synthetic, scores_event, synthetic_segments
 
 from koholint.bus import MemoryBus
+from koholint.env.encoding import encoder_version
 from koholint.reward.model import load_version
 from koholint.schemas.reward_model import ScoreRequest
 from koholint.store import LocalStore
@@ -87,6 +88,17 @@ def test_unreadable_segments_and_invalid_events_are_counted_not_fatal(tmp_path: 
     assert rejected.labels("invalid_event")._value.get() == 1
     assert rejected.labels("segment_unreadable")._value.get() == 1
     assert rejected.labels("unscored")._value.get() == 1
+
+
+def test_a_service_on_the_memory_encoding_trains_only_on_segments_encoded_so(tmp_path: Path):
+    service, _ = make_service(tmp_path, encoding="memory")
+    assert service.encoder_version == encoder_version("memory")
+    segments = synthetic_segments(2, steps=4, seed=0)  # the policy's 128-float observations
+    prefixes = export_synthetic(service.store, segments)
+    assert not service.add_score(prefixes[0], segments[0].record_key, segments[0].score)
+    assert service.metrics.rejected.labels("segment_unreadable")._value.get() == 1
+    with pytest.raises(ValidationError, match="encoding"):
+        Settings(store_url=str(tmp_path), encoding="pixels")
 
 
 def test_score_checks_its_input_and_names_the_field(tmp_path: Path):

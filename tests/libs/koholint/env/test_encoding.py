@@ -5,7 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from koholint.env.encoding import OBSERVATION_SIZE, SLOTS, encode
+from koholint.env.encoding import (
+    MEMORY_SIZE,
+    MEMORY_SLOTS,
+    OBSERVATION_SIZE,
+    SLOTS,
+    encode,
+    encode_memory,
+    encoder,
+    encoder_version,
+    encoding_size,
+)
 from koholint.game.emulator import GameBoy
 from koholint.game.ram import RamAddress as R
 from koholint.game.state import RawState
@@ -125,3 +135,35 @@ def test_slot_changes_when_its_ram_source_does(slot, base_state):
         f"{slot.name} ({slot.source}) did not move"
     )
     assert np.all(np.abs(after) <= 1.0)
+
+
+def test_the_memory_encoding_counts_the_rooms_carrying_each_flag(base_state):
+    with GameBoy() as gameboy:
+        gameboy.load_state(base_state)
+        for table in (R.OVERWORLD_ROOM_STATUS, R.INDOOR_ROOM_STATUS):
+            for room in range(256):
+                gameboy.memory[table + room] = 0
+        for room in range(3):  # three overworld rooms visited, one of them with a door opened
+            gameboy.memory[R.OVERWORLD_ROOM_STATUS + room] = 0x80
+        gameboy.memory[R.OVERWORLD_ROOM_STATUS + 2] = 0x84
+        gameboy.memory[R.INDOOR_ROOM_STATUS + 0x10] = 0x81  # one indoor room: visited, bit 0
+        raw = RawState(gameboy.memory)
+        memory, whole, plain = encode_memory(raw), encoder("memory")(raw), encode(raw)
+    expected = np.zeros(MEMORY_SIZE, np.float32)
+    expected[7], expected[2] = np.log2(4) / 8, np.log2(2) / 8
+    expected[8 + 7], expected[8 + 0] = np.log2(2) / 8, np.log2(2) / 8
+    assert memory == pytest.approx(expected)
+    assert whole.shape == (encoding_size("memory"),) == (OBSERVATION_SIZE + MEMORY_SIZE,)
+    assert whole[:OBSERVATION_SIZE] == pytest.approx(plain)
+    assert [slot.position for slot in MEMORY_SLOTS] == list(
+        range(OBSERVATION_SIZE, OBSERVATION_SIZE + MEMORY_SIZE)
+    )
+
+
+def test_each_encoding_has_its_own_version_and_a_wrong_name_names_the_choices():
+    assert encoder_version() == encoder_version("observation")
+    assert encoder_version("observation").startswith(f"obs{OBSERVATION_SIZE}-")
+    assert encoder_version("memory").startswith(f"obs{OBSERVATION_SIZE + MEMORY_SIZE}-")
+    assert encoder("observation") is encode
+    with pytest.raises(ValueError, match="use one of observation, memory"):
+        encoder("pixels")

@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 
 from koholint.cli import main
-from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
+from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX, encoder_version, encoding_size
 from koholint.env.export import read_segment
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
 from koholint.explore.archive import Archive
 from koholint.explore.judged import CELLS_PER_SEGMENT, JudgedLevels
 from koholint.explore.levels import REWARD_LEVEL_OFFSET, LevelSpec
+from koholint.reward.model import read_card
 from koholint.store import LocalStore
 
 from .test_levels import STD, sword_reward_model
@@ -125,16 +126,38 @@ def test_judges_level_settings_name_the_fix():
         ExploreConfig(level=LevelSpec("judges", store="x", judges="llm")).validate()
     with pytest.raises(ExploreConfigError, match="noisy_accuracy=1.5"):
         ExploreConfig(level=LevelSpec("judges", store="x", noisy_accuracy=1.5)).validate()
+    with pytest.raises(ExploreConfigError, match="encoding 'pixels': use one of observation"):
+        ExploreConfig(level=LevelSpec("judges", store="x", encoding="pixels")).validate()
+
+
+def test_memory_encoded_cells_go_out_under_their_own_encoder(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    spec = LevelSpec("judges", store=str(tmp_path), encoding="memory")
+    judged = JudgedLevels(spec, run="r", logs=tmp_path)
+    archive = Archive()
+    state_id = observe(archive, (("r",), 0, 0, 0), 0, b"s")
+    with pytest.raises(ValueError, match="128 floats, not 144"):
+        judged.add(state_id, cell_observation(1, 0), {}, "")  # the policy's encoding
+    vector = np.zeros(encoding_size("memory"), np.float32)
+    vector[-1] = 0.25
+    judged.add(state_id, vector.tobytes(), {"room": {"indoor": False, "map": 0, "room": 1}}, "")
+    assert judged._export(archive, 1) == 1
+    segment = read_segment(store, "episodes/r/cells-001/00000")
+    assert segment.manifest["encoder_version"] == encoder_version("memory")
+    assert segment.steps[0]["observation"][-1] == 0.25
 
 
 @pytest.mark.slow
-def test_the_judges_fit_r_phi_on_the_explorers_cells_and_it_levels_the_archive(tmp_path: Path):
+@pytest.mark.parametrize("encoding", ["observation", "memory"])
+def test_the_judges_fit_r_phi_on_the_explorers_cells_and_it_levels_the_archive(
+    tmp_path: Path, encoding: str
+):
     """Real rounds: the cells exported, `koholint evaluate` (rules judges) and
     `koholint train-reward-model` as subprocesses, the archive re-levelled by the version."""
     out, store = tmp_path / "out", tmp_path / "store"
     code = main(["explore", "--level", "judges", "--store", str(store), "--refit-every", "1500",
                  "--workers", "1", "--seed", "3", "--max-env-steps", "4000", "--quiet",
-                 "--out", str(out)])  # fmt: skip
+                 "--out", str(out), "--level-encoding", encoding])  # fmt: skip
     assert code == 1  # no win in 4,000 steps
     summary = json.loads((out / "summary.json").read_text())
     refits = summary["refits"]
@@ -146,6 +169,9 @@ def test_the_judges_fit_r_phi_on_the_explorers_cells_and_it_levels_the_archive(t
     assert published, refits
     assert all(refit["pairs"] >= 20 and refit["accuracy"] > 0.6 for refit in published)
     assert summary["top_level"] > 0  # R_phi levels, not the none level's 0
+    assert summary["level_encoding"] == encoding
+    card = read_card(LocalStore(store), published[-1]["version"])
+    assert card.encoder_version == encoder_version(encoding)  # R_phi read what was asked
     logs = sorted(path.name for path in (out / "judged").iterdir())
     assert "judged-001-evaluate.log" in logs
     assert "judged-001-reward-model.log" in logs
