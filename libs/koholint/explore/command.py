@@ -64,6 +64,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help="--level reward-model or judges: what R_phi reads of a state: "
                               "observation (what the policy sees) or memory (that and how many "
                               "rooms carry each room flag: visited, solved, opened)")  # fmt: skip
+    explore.add_argument("--level-bins", type=int, default=defaults.level_bins,
+                         help="--level judges: 0 cuts R_phi in --level-step steps; N cuts it "
+                              "at each refit into N levels holding equal shares of the "
+                              "archive's cells (restarts go to its best 1/N)")  # fmt: skip
     explore.add_argument("--level-base", type=float, default=None,
                          help="each level below the best known divides a cell's restart weight "
                               "by this (default 1000: restarts go to the best level)")  # fmt: skip
@@ -83,7 +87,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         start_state=start, seed=args.seed, workers=args.workers,
         max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
         level=LevelSpec(args.level, args.reward_model, args.store, args.level_step,
-                        args.refit_every, args.judges, args.noisy_accuracy, args.level_encoding),
+                        args.refit_every, args.judges, args.noisy_accuracy, args.level_encoding,
+                        args.level_bins),
         logs_dir=str(Path(args.out) / "judged"),
         level_base=ExploreConfig.level_base if args.level_base is None else args.level_base,
     )  # fmt: skip
@@ -100,7 +105,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": args.seed,
         "workers": args.workers, "start": args.start, "level": args.level,
-        "level_encoding": args.level_encoding,
+        "level_encoding": args.level_encoding, "level_bins": args.level_bins,
         "reward_model": args.reward_model or None, "env_steps": result.env_steps,
         "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
         "seconds": round(result.seconds, 1),

@@ -28,7 +28,7 @@ from __future__ import annotations
 import os
 import subprocess
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -165,13 +165,17 @@ class JudgedLevels:
 
     def _relevel(self, archive: Archive, version: str) -> None:
         """Every cell levelled by `version`, ratcheted along its parents (found first)."""
-        self.current = self.spec.with_version(version)
-        level_of = reward_model_level(self.current)
+        current = self.spec.with_version(version)
+        level_of = reward_model_level(current)
         records = sorted(archive.cells.values(), key=lambda record: record.found_order)
         known = [r for r in records if r.state_id in self.facts]
-        own = level_of.of_observations(
-            np.stack([self.facts[r.state_id].observation for r in known])
-        )
+        observations = np.stack([self.facts[r.state_id].observation for r in known])
+        if self.spec.level_bins:  # cut at the archive's shares of this version's R_phi
+            current = replace(current, thresholds=level_of.thresholds_for(
+                observations, self.spec.level_bins))  # fmt: skip
+            level_of = reward_model_level(current)
+        self.current = current
+        own = level_of.of_observations(observations)
         levels: dict[str, int] = {}
         for record, level in zip(known, own.tolist(), strict=True):
             parent = self.facts[record.state_id].parent

@@ -33,6 +33,7 @@ LevelName = Literal["progress", "none", "reward-model", "judges"]
 LEVELS: tuple[LevelName, ...] = ("progress", "none", "reward-model", "judges")
 JUDGES = ("rules", "noisy")
 MIN_REFIT_EVERY, MAX_REFIT_EVERY = 1_000, 10_000_000
+MIN_LEVEL_BINS, MAX_LEVEL_BINS = 2, 100
 REWARD_LEVEL_OFFSET = 8
 """R_phi levels start this many steps below the training mean (0.5 std steps: 4 std below)"""
 
@@ -63,6 +64,11 @@ class LevelSpec:
     encoding: str = "observation"
     """what R_phi reads of a state (``koholint.env.encoding.ENCODINGS``): ``memory`` adds the
     room flags' counts, the progress one frame does not show"""
+    level_bins: int = 0
+    """``judges``: 0 cuts R_phi in steps of ``level_step``; N >= 2 cuts it into N levels that
+    hold equal shares of the archive's cells at each refit (the top level: its best 1/N)"""
+    thresholds: tuple[float, ...] = ()
+    """the standardised R_phi values between those levels, set at each refit"""
 
     @property
     def ratchets(self) -> bool:
@@ -98,6 +104,12 @@ class LevelSpec:
             raise LevelError(f"encoding {self.encoding!r}: use one of {', '.join(ENCODINGS)}")
         if not 0.01 <= self.level_step <= 10:
             raise LevelError(f"level_step={self.level_step}: use 0.01..10 standard deviations")
+        if self.level_bins != 0 and not MIN_LEVEL_BINS <= self.level_bins <= MAX_LEVEL_BINS:
+            raise LevelError(f"level_bins={self.level_bins}: use 0 (steps of level_step) or "
+                             f"{MIN_LEVEL_BINS}..{MAX_LEVEL_BINS} levels")  # fmt: skip
+        if self.level_bins and self.level == "reward-model" and not self.thresholds:
+            raise LevelError("level_bins cuts R_phi at the archive's shares, which only a "
+                             "judges level refits: use --level judges, or --level-bins 0")  # fmt: skip
 
 
 def no_level(raw: RawState) -> int:
@@ -112,20 +124,33 @@ class RewardModelLevel:
         potential: Callable[[np.ndarray], np.ndarray],
         level_step: float,
         encoding: str = "observation",
+        thresholds: tuple[float, ...] = (),
     ) -> None:
         from koholint.env.encoding import encoder
 
         self.potential, self.level_step, self.encode = potential, level_step, encoder(encoding)
+        self.thresholds = np.asarray(thresholds, np.float64)
 
     def __call__(self, raw: RawState) -> int:
         return int(self.of_observations(self.encode(raw)[None, :])[0])
 
+    def values(self, observations: np.ndarray) -> np.ndarray:
+        """R_phi of encoded observations, standardised by its card."""
+        return np.asarray(self.potential(observations), np.float64)
+
     def of_observations(self, observations: np.ndarray) -> np.ndarray:
         """The levels of encoded observations, one per row."""
-        values = np.asarray(self.potential(observations), np.float64)
+        values = self.values(observations)
+        if self.thresholds.size:  # equal shares of the archive: 0 .. len(thresholds)
+            return np.searchsorted(self.thresholds, values, side="right").astype(np.int64)
         return np.maximum(
             0, np.floor(values / self.level_step).astype(np.int64) + REWARD_LEVEL_OFFSET
         )
+
+    def thresholds_for(self, observations: np.ndarray, bins: int) -> tuple[float, ...]:
+        """The values that cut these observations' R_phi into `bins` equal shares."""
+        quantiles = np.quantile(self.values(observations), np.arange(1, bins) / bins)
+        return tuple(float(q) for q in quantiles)
 
 
 def reward_model_level(spec: LevelSpec) -> RewardModelLevel:
@@ -136,7 +161,8 @@ def reward_model_level(spec: LevelSpec) -> RewardModelLevel:
 
     model = load_version(open_store(spec.store), spec.reward_model,
                          expected_encoder=encoder_version(spec.encoding))  # fmt: skip
-    return RewardModelLevel(RewardModelPotential(model), spec.level_step, spec.encoding)
+    return RewardModelLevel(RewardModelPotential(model), spec.level_step, spec.encoding,
+                            spec.thresholds)  # fmt: skip
 
 
 def level_function(spec: LevelSpec) -> LevelFunction:

@@ -14,11 +14,11 @@ from koholint.env.export import read_segment
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
 from koholint.explore.archive import Archive
 from koholint.explore.judged import CELLS_PER_SEGMENT, JudgedLevels
-from koholint.explore.levels import REWARD_LEVEL_OFFSET, LevelSpec
+from koholint.explore.levels import REWARD_LEVEL_OFFSET, LevelSpec, level_function
 from koholint.reward.model import read_card
 from koholint.store import LocalStore
 
-from .test_levels import STD, sword_reward_model
+from .test_levels import STD, raw_at, sword_reward_model
 
 
 def observe(archive: Archive, cell: tuple, steps: int, state: bytes, visits: int = 1) -> str:
@@ -89,6 +89,27 @@ def test_a_published_version_levels_every_cell_ratcheted_along_its_parents(tmp_p
     assert judged.facts[ids[1]].parent == ids[0]
 
 
+def test_level_bins_cut_r_phi_into_equal_shares_of_the_archive(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    version = sword_reward_model(store)  # R_phi = 2 * has_sword + 0.5 * link_x
+    spec = LevelSpec("judges", store=str(tmp_path), level_bins=2)
+    judged = JudgedLevels(spec, run="r", logs=tmp_path / "logs")
+    archive = Archive()
+    for index, (sword, x) in enumerate([(0, 0.0), (0, 0.5), (1, 0.0), (1, 0.5)]):
+        state_id = observe(archive, (("r",), index, 0, 0), index, b"s")
+        judged.add(state_id, cell_observation(sword, x), {"room": index}, "")
+
+    judged._relevel(archive, version)
+
+    assert {cell[1]: cell[3] for cell in archive.cells} == {0: 0, 1: 0, 2: 1, 3: 1}
+    (threshold,) = judged.current.thresholds  # between R_phi 0.25 and 2 (standardised)
+    assert (0.25 - 0.25) / STD < threshold < (2.0 - 0.25) / STD
+    judged.current.validate()  # what the workers get levels new states the same way
+    env, holding_the_sword = raw_at("dungeon_entrance")
+    assert level_function(judged.current)(holding_the_sword) == 1
+    env.close()
+
+
 def test_cells_are_exported_as_segments_the_evaluator_reads(tmp_path: Path):
     store = LocalStore(tmp_path)
     judged = JudgedLevels(LevelSpec("judges", store=str(tmp_path)), run="r", logs=tmp_path)
@@ -128,6 +149,11 @@ def test_judges_level_settings_name_the_fix():
         ExploreConfig(level=LevelSpec("judges", store="x", noisy_accuracy=1.5)).validate()
     with pytest.raises(ExploreConfigError, match="encoding 'pixels': use one of observation"):
         ExploreConfig(level=LevelSpec("judges", store="x", encoding="pixels")).validate()
+    with pytest.raises(ExploreConfigError, match="level_bins=1: use 0"):
+        ExploreConfig(level=LevelSpec("judges", store="x", level_bins=1)).validate()
+    with pytest.raises(ExploreConfigError, match="use --level judges, or --level-bins 0"):
+        bins = LevelSpec("reward-model", reward_model="rm-1", store="x", level_bins=4)
+        ExploreConfig(level=bins).validate()
 
 
 def test_memory_encoded_cells_go_out_under_their_own_encoder(tmp_path: Path):
