@@ -151,8 +151,8 @@ def test_judges_level_settings_name_the_fix():
         ExploreConfig(level=LevelSpec("judges", store="x", encoding="pixels")).validate()
     with pytest.raises(ExploreConfigError, match="level_bins=1: use 0"):
         ExploreConfig(level=LevelSpec("judges", store="x", level_bins=1)).validate()
+    bins = LevelSpec("reward-model", reward_model="rm-1", store="x", level_bins=4)
     with pytest.raises(ExploreConfigError, match="use --level judges, or --level-bins 0"):
-        bins = LevelSpec("reward-model", reward_model="rm-1", store="x", level_bins=4)
         ExploreConfig(level=bins).validate()
 
 
