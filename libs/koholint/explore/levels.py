@@ -12,7 +12,10 @@ sends restarts to the best level known (``koholint.explore.archive``).
 - ``judges``: the same R_phi, fitted on the explorer's own cells while it explores
   (``koholint.explore.judged``): every ``refit_every`` env steps the new cells are exported,
   the judges (``judges``: rules or noisy) compare them and R_phi is refitted into ``store``;
-  the archive is re-levelled with each published version (level 0 before the first).
+  the archive is re-levelled with each published version (level 0 before the first). With
+  ``level_bins`` N the version's R_phi is cut at the archive's own shares instead (N levels of
+  equal size, thresholds in the spec), so restarts go to the best 1/N of the cells by R_phi
+  however R_phi's values spread; ``encoding`` ``memory`` lets R_phi read the room flags' counts.
 """
 
 from __future__ import annotations
