@@ -50,8 +50,9 @@ def rows(args: argparse.Namespace) -> dict[str, list[str]]:
     table["judges-noisy0.75-memory"] = [*table["judges-noisy0.75"], *memory]
     table["judges-rules-memory-step1.5"] = [*table["judges-rules-memory"], "--level-step", "1.5"]
     for bins in (3, 5):  # restarts from the best 1/N of the archive by R_phi
-        table[f"judges-rules-memory-bins{bins}"] = [*table["judges-rules-memory"],
-                                                    "--level-bins", str(bins)]  # fmt: skip
+        for judges in ("rules", "noisy0.75"):
+            table[f"judges-{judges}-memory-bins{bins}"] = [*table[f"judges-{judges}-memory"],
+                                                           "--level-bins", str(bins)]  # fmt: skip
     return table
 
 

@@ -251,6 +251,12 @@ def encoder_version(encoding: str = "observation") -> str:
     return f"obs{encoding_size(encoding)}-{hashlib.sha256(layout.encode()).hexdigest()[:12]}"
 
 
+def encoding_of(version: str) -> str | None:
+    """The name of the encoding whose ``encoder_version`` is `version` (None: no encoding of
+    this env's)."""
+    return next((name for name in ENCODINGS if encoder_version(name) == version), None)
+
+
 def _check(encoding: str) -> None:
     if encoding not in ENCODINGS:
         raise ValueError(f"encoding {encoding!r}: use one of {', '.join(ENCODINGS)}")

@@ -65,8 +65,9 @@ class LevelSpec:
     noisy_accuracy: float = 0.75
     """``judges`` with ``noisy``: the probability each answer is the ground truth"""
     encoding: str = "observation"
-    """what R_phi reads of a state (``koholint.env.encoding.ENCODINGS``): ``memory`` adds the
-    room flags' counts, the progress one frame does not show"""
+    """``judges``: what the cells are recorded in and R_phi is fitted on
+    (``koholint.env.encoding.ENCODINGS``): ``memory`` adds the room flags' counts, the progress
+    one frame does not show (a ``reward-model`` version reads the encoding its card names)"""
     level_bins: int = 0
     """``judges``: 0 cuts R_phi in steps of ``level_step``; N >= 2 cuts it into N levels that
     hold equal shares of the archive's cells at each refit (the top level: its best 1/N)"""
@@ -157,14 +158,28 @@ class RewardModelLevel:
 
 
 def reward_model_level(spec: LevelSpec) -> RewardModelLevel:
-    """The quantised R_phi of the version `spec` names, loaded and checked."""
-    from koholint.env.encoding import encoder_version
-    from koholint.reward.model import RewardModelPotential, load_version
+    """The quantised R_phi of the version `spec` names, loaded and checked; it reads states in
+    the encoding its card names (``spec.encoding`` is what a judges level trains on)."""
+    from koholint.env.encoding import ENCODINGS, encoding_of
+    from koholint.reward.model import (
+        RewardModelError,
+        RewardModelPotential,
+        load_version,
+        read_card,
+    )
     from koholint.store import open_store
 
-    model = load_version(open_store(spec.store), spec.reward_model,
-                         expected_encoder=encoder_version(spec.encoding))  # fmt: skip
-    return RewardModelLevel(RewardModelPotential(model), spec.level_step, spec.encoding,
+    store = open_store(spec.store)
+    trained_on = read_card(store, spec.reward_model).encoder_version
+    encoding = encoding_of(trained_on)
+    if encoding is None:
+        raise RewardModelError(
+            f"{spec.reward_model} was trained on encoder {trained_on}, which this env does not "
+            f"encode (its encodings: {', '.join(ENCODINGS)}): retrain it on segments this "
+            "version of koholint exported"
+        )
+    model = load_version(store, spec.reward_model, expected_encoder=trained_on)
+    return RewardModelLevel(RewardModelPotential(model), spec.level_step, encoding,
                             spec.thresholds)  # fmt: skip
 
 

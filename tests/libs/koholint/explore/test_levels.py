@@ -11,30 +11,45 @@ import numpy as np
 import pytest
 
 from koholint.cli import main
-from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX, encode, encoder_version
+from koholint.env.encoding import (
+    SLOT_INDEX,
+    encode,
+    encode_with_memory,
+    encoder_version,
+    encoding_size,
+)
 from koholint.env.zelda import progress_level
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
 from koholint.explore.levels import REWARD_LEVEL_OFFSET, LevelSpec, level_function
 from koholint.explore.runner import Runner, RunTask, exploration_env
-from koholint.reward.model import RewardFunction, new_version, publish, weights_bytes
+from koholint.reward.model import (
+    RewardFunction,
+    RewardModelError,
+    new_version,
+    publish,
+    weights_bytes,
+)
 from koholint.schemas.reward_model import RewardModelCard
 from koholint.store import LocalStore
 
 MEAN, STD = 0.25, 0.5
 
 
-def sword_reward_model(store: LocalStore, bias: float = 0.0) -> str:
+def sword_reward_model(
+    store: LocalStore, bias: float = 0.0, encoding: str = "observation", encoder: str = ""
+) -> str:
     """R_phi = 2 * has_sword + 0.5 * link_x + bias: linear in two observation slots (one hidden
-    unit kept above 0, where its ReLU is the identity)."""
-    weight = np.zeros((OBSERVATION_SIZE, 1), np.float32)
+    unit kept above 0, where its ReLU is the identity); `encoder` overrides the card's."""
+    size = encoding_size(encoding)
+    weight = np.zeros((size, 1), np.float32)
     weight[SLOT_INDEX["has_sword"], 0] = 2.0
     weight[SLOT_INDEX["link_x"], 0] = 0.5
     layers = ((weight, np.array([10.0], np.float32)),
               (np.ones((1, 1), np.float32), np.array([bias - 10.0], np.float32)))  # fmt: skip
     function = RewardFunction(layers, MEAN, STD)
     card = RewardModelCard(
-        version=new_version(), created_at=1.0, encoder_version=encoder_version(),
-        observation_size=OBSERVATION_SIZE, hidden_sizes=[1], output_mean=MEAN, output_std=STD,
+        version=new_version(), created_at=1.0,
+        encoder_version=encoder or encoder_version(encoding), observation_size=size, hidden_sizes=[1], output_mean=MEAN, output_std=STD,
         pairs=10, heldout_pairs=3, heldout_accuracy=0.9, segments=6, epochs=5, seed=0,
         weights_sha256=hashlib.sha256(weights_bytes(function)).hexdigest(),
     )  # fmt: skip
@@ -71,6 +86,20 @@ def test_the_reward_model_level_is_r_phi_standardised_and_cut_into_steps(tmp_pat
     floor = level_function(LevelSpec("reward-model", sword_reward_model(store, bias=-100.0),
                                      str(tmp_path)))  # fmt: skip
     assert floor(raw_at("dungeon_entrance")[1]) == 0  # far below the mean: level 0, not < 0
+
+
+def test_a_version_is_read_in_the_encoding_its_card_names(tmp_path: Path):
+    store = LocalStore(tmp_path)
+    memory = sword_reward_model(store, encoding="memory")
+    env, raw = raw_at("dungeon_entrance")
+    spec = LevelSpec("reward-model", memory, str(tmp_path), level_step=0.25)  # default encoding
+    observation = encode_with_memory(raw)
+    value = 2.0 + 0.5 * float(observation[SLOT_INDEX["link_x"]])
+    assert level_function(spec)(raw) == math.floor((value - MEAN) / STD / 0.25) + 8
+    env.close()
+    alien = sword_reward_model(store, encoder="obs128-000000000000")
+    with pytest.raises(RewardModelError, match="which this env does not encode"):
+        level_function(LevelSpec("reward-model", alien, str(tmp_path)))
 
 
 def test_an_archive_leveled_by_r_phi_or_by_nothing(tmp_path: Path):
