@@ -49,7 +49,7 @@ def rows(args: argparse.Namespace) -> dict[str, list[str]]:
     table["judges-rules-memory"] = [*table["judges-rules"], *memory]
     table["judges-noisy0.75-memory"] = [*table["judges-noisy0.75"], *memory]
     table["judges-rules-memory-step1.5"] = [*table["judges-rules-memory"], "--level-step", "1.5"]
-    for bins in (3, 5):  # restarts from the best 1/N of the archive by R_phi
+    for bins in (3, 5, 10):  # restarts from the best 1/N of the archive by R_phi
         for judges in ("rules", "noisy0.75"):
             table[f"judges-{judges}-memory-bins{bins}"] = [*table[f"judges-{judges}-memory"],
                                                            "--level-bins", str(bins)]  # fmt: skip
