@@ -42,7 +42,9 @@ def rows(args: argparse.Namespace) -> dict[str, list[str]]:
         table["rphi-rules"] = [*reward_model, args.rules_version]
     if args.noisy_version:
         table["rphi-noisy0.75"] = [*reward_model, args.noisy_version]
-    judged = ["--level", "judges", "--refit-every", str(args.refit_every)]
+    # The first judged level's settings; a row's later flags override them.
+    judged = ["--level", "judges", "--refit-every", str(args.refit_every),
+              "--level-encoding", "observation", "--level-bins", "0"]  # fmt: skip
     table["judges-rules"] = [*judged, "--judges", "rules"]
     table["judges-noisy0.75"] = [*judged, "--judges", "noisy", "--noisy-accuracy", "0.75"]
     memory = ["--level-encoding", "memory"]  # R_phi also reads the room flags' counts

@@ -60,14 +60,16 @@ def register(commands: argparse._SubParsersAction) -> None:
                          help="--level judges: the evaluator's backend that compares the cells")  # fmt: skip
     explore.add_argument("--noisy-accuracy", type=float, default=defaults.noisy_accuracy,
                          help="--judges noisy: the probability each answer is right")  # fmt: skip
-    explore.add_argument("--level-encoding", default=defaults.encoding,
-                         help="--level reward-model or judges: what R_phi reads of a state: "
-                              "observation (what the policy sees) or memory (that and how many "
-                              "rooms carry each room flag: visited, solved, opened)")  # fmt: skip
-    explore.add_argument("--level-bins", type=int, default=defaults.level_bins,
+    explore.add_argument("--level-encoding", default=None,
+                         help="--level judges: what R_phi reads of a state: observation "
+                              "(what the policy sees) or memory (that and how many "
+                              f"rooms carry each room flag: visited, solved, opened; default "
+                              f"{defaults.encoding})")  # fmt: skip
+    explore.add_argument("--level-bins", type=int, default=None,
                          help="--level judges: 0 cuts R_phi in --level-step steps; N cuts it "
                               "at each refit into N levels holding equal shares of the "
-                              "archive's cells (restarts go to its best 1/N)")  # fmt: skip
+                              f"archive's cells (restarts go to its best 1/N; default "
+                              f"{defaults.level_bins})")  # fmt: skip
     explore.add_argument("--level-base", type=float, default=None,
                          help="each level below the best known divides a cell's restart weight "
                               "by this (default 1000: restarts go to the best level)")  # fmt: skip
@@ -83,12 +85,21 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from koholint.store import StoreError
 
     start = None if args.start == "power_on" else args.start
+    judged_only = [flag for flag, value in (("--level-encoding", args.level_encoding),
+                                            ("--level-bins", args.level_bins)) if value is not None]  # fmt: skip
+    if judged_only and args.level != "judges":
+        print(f"koholint explore: {' and '.join(judged_only)} set how the judges fit R_phi as "
+              f"they explore: add --level judges (a reward-model version reads the encoding its "
+              f"card names, in --level-step steps)", file=sys.stderr)  # fmt: skip
+        return 2
+    defaults = LevelSpec()
+    encoding = defaults.encoding if args.level_encoding is None else args.level_encoding
+    bins = defaults.level_bins if args.level_bins is None else args.level_bins
     config = ExploreConfig(
         start_state=start, seed=args.seed, workers=args.workers,
         max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
         level=LevelSpec(args.level, args.reward_model, args.store, args.level_step,
-                        args.refit_every, args.judges, args.noisy_accuracy, args.level_encoding,
-                        args.level_bins),
+                        args.refit_every, args.judges, args.noisy_accuracy, encoding, bins),
         logs_dir=str(Path(args.out) / "judged"),
         level_base=ExploreConfig.level_base if args.level_base is None else args.level_base,
     )  # fmt: skip
@@ -105,7 +116,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": args.seed,
         "workers": args.workers, "start": args.start, "level": args.level,
-        "level_encoding": args.level_encoding, "level_bins": args.level_bins,
+        "level_encoding": encoding, "level_bins": bins,
         "reward_model": args.reward_model or None, "env_steps": result.env_steps,
         "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
         "seconds": round(result.seconds, 1),

@@ -64,13 +64,14 @@ class LevelSpec:
     """``judges``: the evaluator's backend that compares the cells (rules or noisy)"""
     noisy_accuracy: float = 0.75
     """``judges`` with ``noisy``: the probability each answer is the ground truth"""
-    encoding: str = "observation"
+    encoding: str = "memory"
     """``judges``: what the cells are recorded in and R_phi is fitted on
     (``koholint.env.encoding.ENCODINGS``): ``memory`` adds the room flags' counts, the progress
     one frame does not show (a ``reward-model`` version reads the encoding its card names)"""
-    level_bins: int = 0
-    """``judges``: 0 cuts R_phi in steps of ``level_step``; N >= 2 cuts it into N levels that
-    hold equal shares of the archive's cells at each refit (the top level: its best 1/N)"""
+    level_bins: int = 5
+    """``judges``: N >= 2 cuts R_phi into N levels that hold equal shares of the archive's
+    cells at each refit (the top level: its best 1/N); 0 cuts it in steps of ``level_step``
+    (a ``reward-model`` level always does: it has no archive's shares to cut at)"""
     thresholds: tuple[float, ...] = ()
     """the standardised R_phi values between those levels, set at each refit"""
 
@@ -111,9 +112,6 @@ class LevelSpec:
         if self.level_bins != 0 and not MIN_LEVEL_BINS <= self.level_bins <= MAX_LEVEL_BINS:
             raise LevelError(f"level_bins={self.level_bins}: use 0 (steps of level_step) or "
                              f"{MIN_LEVEL_BINS}..{MAX_LEVEL_BINS} levels")  # fmt: skip
-        if self.level_bins and self.level == "reward-model" and not self.thresholds:
-            raise LevelError("level_bins cuts R_phi at the archive's shares, which only a "
-                             "judges level refits: use --level judges, or --level-bins 0")  # fmt: skip
 
 
 def no_level(raw: RawState) -> int:

@@ -31,6 +31,12 @@ def test_bad_settings_exit_2_naming_the_setting(tmp_path: Path, capsys):
     assert "level_base=0.5" in capsys.readouterr().err
     assert main(["explore", "--level", "judges", "--out", str(tmp_path)]) == 2
     assert "needs --store URL" in capsys.readouterr().err
+    assert main(["explore", "--level-bins", "5", "--level-encoding", "memory",
+                 "--out", str(tmp_path)]) == 2  # fmt: skip
+    assert "--level-encoding and --level-bins set how the judges" in capsys.readouterr().err
+    assert main(["explore", "--level", "judges", "--store", "x", "--level-encoding", "pixels",
+                 "--out", str(tmp_path)]) == 2  # fmt: skip
+    assert "encoding 'pixels': use one of observation, memory" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # ~3 min: seed 1's win (67k env steps), then ~150 replays to shorten it
