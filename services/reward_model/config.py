@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
+from koholint.env.encoding import Encoding
 from koholint.settings import (
     ConsumerSettings,
     RedisSettings,
@@ -51,7 +50,7 @@ class Settings(
     accuracy_floor: float = Field(
         0.6, ge=0, le=1, description="publish only above this held-out accuracy"
     )
-    encoding: Literal["observation", "memory"] = Field(
+    encoding: Encoding = Field(
         "observation",
         description="the segments' observation encoding it trains on (koholint.env.encoding): "
         "observation, what the trainer's policy sees and shapes with; memory, that and the room "

@@ -20,11 +20,11 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import cache
-from typing import NamedTuple
+from typing import Literal, NamedTuple, get_args
 
 import numpy as np
 
-from koholint.game.ram import ENEMY_TYPES, EntityType, RamAddress
+from koholint.game.ram import ENEMY_TYPES, ROOM_FLAG_TABLES, EntityType
 from koholint.game.state import RawState
 from koholint.game.tiles import PICKUPS, SOLID, STAIRS, Metatile
 
@@ -201,10 +201,6 @@ def encode(raw: RawState) -> np.ndarray:
     return np.array(values, dtype=np.float32)
 
 
-# The overworld and indoor room flag tables (D800-D9FF), one byte per room.
-_FLAG_TABLES = slice(
-    int(RamAddress.OVERWORLD_ROOM_STATUS), int(RamAddress.INDOOR_ROOM_STATUS) + 256
-)
 MEMORY_SIZE = 16
 MEMORY_SLOTS: tuple[Slot, ...] = tuple(
     Slot(OBSERVATION_SIZE + 8 * table + bit, f"{name}_rooms_flag_{bit}",
@@ -213,13 +209,14 @@ MEMORY_SLOTS: tuple[Slot, ...] = tuple(
     for table, (name, address) in enumerate((("overworld", "D800"), ("indoor", "D900")))
     for bit in range(8)
 )  # fmt: skip
-ENCODINGS = ("observation", "memory")
+Encoding = Literal["observation", "memory"]
 """``observation``: the 128 slots the policy sees; ``memory``: those and ``MEMORY_SLOTS``."""
+ENCODINGS: tuple[Encoding, ...] = get_args(Encoding)
 
 
 def encode_memory(raw: RawState) -> np.ndarray:
     """``MEMORY_SLOTS`` of one frame (16 float32 in [0, 1])."""
-    tables = np.frombuffer(bytes(raw._memory[_FLAG_TABLES]), np.uint8).reshape(2, 256)
+    tables = np.frombuffer(bytes(raw._memory[ROOM_FLAG_TABLES]), np.uint8).reshape(2, 256)
     counts = np.unpackbits(tables[:, :, None], axis=2, bitorder="little").sum(axis=1)
     memory: np.ndarray = (np.log2(1.0 + counts) / 8).astype(np.float32).reshape(MEMORY_SIZE)
     return memory

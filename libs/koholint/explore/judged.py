@@ -171,9 +171,8 @@ class JudgedLevels:
         known = [r for r in records if r.state_id in self.facts]
         observations = np.stack([self.facts[r.state_id].observation for r in known])
         if self.spec.level_bins:  # cut at the archive's shares of this version's R_phi
-            current = replace(current, thresholds=level_of.thresholds_for(
-                observations, self.spec.level_bins))  # fmt: skip
-            level_of = reward_model_level(current)
+            thresholds = level_of.thresholds_for(observations, self.spec.level_bins)
+            current, level_of = replace(current, thresholds=thresholds), level_of.cut_at(thresholds)
         self.current = current
         own = level_of.of_observations(observations)
         levels: dict[str, int] = {}

@@ -20,6 +20,7 @@ sends restarts to the best level known (``koholint.explore.archive``).
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
@@ -154,29 +155,28 @@ class RewardModelLevel:
         quantiles = np.quantile(self.values(observations), np.arange(1, bins) / bins)
         return tuple(float(q) for q in quantiles)
 
+    def cut_at(self, thresholds: tuple[float, ...]) -> RewardModelLevel:
+        """The same R_phi cut at `thresholds` (the loaded version is shared, not reloaded)."""
+        cut = copy.copy(self)
+        cut.thresholds = np.asarray(thresholds, np.float64)
+        return cut
+
 
 def reward_model_level(spec: LevelSpec) -> RewardModelLevel:
     """The quantised R_phi of the version `spec` names, loaded and checked; it reads states in
     the encoding its card names (``spec.encoding`` is what a judges level trains on)."""
     from koholint.env.encoding import ENCODINGS, encoding_of
-    from koholint.reward.model import (
-        RewardModelError,
-        RewardModelPotential,
-        load_version,
-        read_card,
-    )
+    from koholint.reward.model import RewardModelError, RewardModelPotential, load_version
     from koholint.store import open_store
 
-    store = open_store(spec.store)
-    trained_on = read_card(store, spec.reward_model).encoder_version
-    encoding = encoding_of(trained_on)
+    model = load_version(open_store(spec.store), spec.reward_model)
+    encoding = encoding_of(model.card.encoder_version)
     if encoding is None:
         raise RewardModelError(
-            f"{spec.reward_model} was trained on encoder {trained_on}, which this env does not "
-            f"encode (its encodings: {', '.join(ENCODINGS)}): retrain it on segments this "
-            "version of koholint exported"
+            f"{spec.reward_model} was trained on encoder {model.card.encoder_version}, which "
+            f"this env does not encode (its encodings: {', '.join(ENCODINGS)}): retrain it on "
+            "segments this version of koholint exported"
         )
-    model = load_version(store, spec.reward_model, expected_encoder=trained_on)
     return RewardModelLevel(RewardModelPotential(model), spec.level_step, encoding,
                             spec.thresholds)  # fmt: skip
 

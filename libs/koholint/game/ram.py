@@ -73,6 +73,10 @@ class RamAddress(IntEnum):
 CARTRIDGE_SEED_ADDRESS = 0xC0F0
 
 ENTITY_SLOTS = 16
+ROOM_FLAG_TABLES = slice(
+    int(RamAddress.OVERWORLD_ROOM_STATUS), int(RamAddress.INDOOR_ROOM_STATUS) + 256
+)
+"""The overworld and indoor room flag tables (D800-D9FF), one byte per room, read as one slice."""
 ROOM_WIDTH, ROOM_HEIGHT = 10, 8
 ROOM_OBJECTS_STRIDE = 16
 

@@ -21,6 +21,7 @@ from koholint.game.ram import (
     ENEMY_TYPES,
     ENTITY_SLOTS,
     HAS_INSTRUMENT_BIT,
+    ROOM_FLAG_TABLES,
     RamAddress,
     RoomFlag,
 )
@@ -333,7 +334,7 @@ def count_visited_rooms(memory: Any, banked: bool = False) -> int:
     if banked:
         statuses = [memory[1, address] for address in range(0xD800, 0xDA00)]
     else:
-        statuses = memory[RamAddress.OVERWORLD_ROOM_STATUS : RamAddress.INDOOR_ROOM_STATUS + 256]
+        statuses = memory[ROOM_FLAG_TABLES]
     return sum(1 for flags in statuses if flags & RoomFlag.VISITED)
 
 
