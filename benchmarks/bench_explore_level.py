@@ -55,6 +55,11 @@ def rows(args: argparse.Namespace) -> dict[str, list[str]]:
         for judges in ("rules", "noisy0.75"):
             table[f"judges-{judges}-memory-bins{bins}"] = [*table[f"judges-{judges}-memory"],
                                                            "--level-bins", str(bins)]  # fmt: skip
+    # The judges asked for the progress level alone: rooms no longer break ties.
+    level_only = ["--judges-question", "progress"]
+    for name in ("judges-rules-memory", "judges-rules-memory-bins5", "judges-noisy0.75-memory",
+                 "judges-noisy0.75-memory-bins5"):  # fmt: skip
+        table[f"{name}-question-progress"] = [*table[name], *level_only]
     return table
 
 

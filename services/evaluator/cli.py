@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from typing import Any
 
-from koholint.schemas.evaluator import JUDGE_BACKENDS, JUDGES, LABELS
+from koholint.schemas.evaluator import JUDGE_BACKENDS, JUDGES, LABELS, STATE_QUESTIONS
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
@@ -102,6 +102,7 @@ EVALUATE_FLAGS = (
     "redis_url",
     "batch_size",
     "noisy_accuracy",
+    "state_question",
 )
 
 
@@ -116,6 +117,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                                "probability --noisy-accuracy), local (llm-local), llm-d")  # fmt: skip
     evaluate.add_argument("--noisy-accuracy", type=float,
                           help="noisy backend: probability an answer is right (default 0.8)")  # fmt: skip
+    evaluate.add_argument("--state-question", choices=STATE_QUESTIONS,
+                          help="what makes a compared state further along: its progress level, "
+                               "rooms reached breaking ties (progress+rooms, default), or the "
+                               "level alone (progress)")  # fmt: skip
     evaluate.add_argument(
         "--store", dest="store_url", help="object store URL (path, file://, s3://)"
     )

@@ -103,7 +103,7 @@ def compare_states(
     if len(facts) < 2 or max_pairs < 1:
         return None
     pairs = plan_pairs(len(facts), max_pairs, seed)
-    truth = [further_along(facts[a], facts[b]) for a, b in pairs]
+    truth = [further_along(facts[a], facts[b], judges.state_question) for a, b in pairs]
     asking = [judge for judge in COMPARING_JUDGES if judges.abstains(judge) is None]
     answers = {judge: _ask(judges, judge, facts, refs, pairs, seeds, submit) for judge in asking}
     votes = {
@@ -119,7 +119,7 @@ def compare_states(
     document = StateComparisons(
         run=records[0].run, judge_config_hash=records[0].judge_config_hash, scores_key="",
         states=refs, pairs=pairs, truth=truth, votes=votes, preferred=preferred,
-        judge_accuracy=accuracy,
+        judge_accuracy=accuracy, question=judges.state_question,
     )  # fmt: skip
     return ComparisonResult(document, accuracy)
 

@@ -6,7 +6,7 @@ from pydantic import Field
 from pydantic_settings import SettingsConfigDict
 
 from koholint.planning.settings import LlmBackendSettings
-from koholint.reward.truth import MIN_MEASURED_PAIRS
+from koholint.reward.truth import MIN_MEASURED_PAIRS, StateQuestion
 from koholint.schemas.evaluator import JUDGE_BACKENDS
 from koholint.settings import (
     ConsumerSettings,
@@ -51,6 +51,11 @@ class Settings(
     )
     state_stride: int = Field(
         16, ge=1, le=4096, description="states compared: every k-th step of a segment and its last"
+    )
+    state_question: StateQuestion = Field(
+        "progress+rooms",
+        description="what makes one compared state further along: its progress level, rooms "
+        "reached breaking ties (progress+rooms), or the level alone (progress)",
     )
     state_pairs: int = Field(
         0, ge=0, le=1_000_000,

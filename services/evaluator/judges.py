@@ -47,7 +47,7 @@ from koholint.llm.client import (
     RetryPolicy,
     RouteSettings,
 )
-from koholint.reward.truth import further_along
+from koholint.reward.truth import StateQuestion, further_along
 from koholint.schemas.evaluator import (
     JUDGE_ROUTES,
     JUDGES,
@@ -132,20 +132,25 @@ class StateChoice(BaseModel):
 CHOICE_VOTES = {"first": 1, "second": -1, "same": 0}
 
 
-def state_text(state: StateFacts) -> str:
+def state_text(state: StateFacts, question: StateQuestion = "progress+rooms") -> str:
     """One sampled state as the lines a text judge reads (not its progress level: that is
-    the ground truth the judge is measured against)."""
+    the ground truth the judge is measured against; not the rooms reached when the question
+    is the level alone)."""
+    rooms = f"rooms visited so far: {state.rooms}; " if question == "progress+rooms" else ""
     return (
-        f"room {state.room}; rooms visited so far: {state.rooms}; items: "
+        f"room {state.room}; {rooms}items: "
         f"{', '.join(state.items) or 'none'}; small keys: {state.keys}; health: {state.health}; "
         f"instrument: {'yes' if state.has_instrument else 'no'}; credits: {'yes' if state.won else 'no'}"
     )
 
 
-def compare_messages(first: StateFacts, second: StateFacts) -> list[dict[str, Any]]:
+def compare_messages(
+    first: StateFacts, second: StateFacts, question: StateQuestion = "progress+rooms"
+) -> list[dict[str, Any]]:
     """The chat messages that ask a text judge which of two states is further along."""
-    question = COMPARE_QUESTION.format(objectives="; ".join(OBJECTIVES))
-    user = f"{question}\nfirst: {state_text(first)}\nsecond: {state_text(second)}"
+    asked = COMPARE_QUESTION.format(objectives="; ".join(OBJECTIVES))
+    shown = (state_text(first, question), state_text(second, question))
+    user = f"{asked}\nfirst: {shown[0]}\nsecond: {shown[1]}"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
@@ -174,6 +179,8 @@ def judge_messages(judge: str, segment: LoadedSegment) -> list[dict[str, Any]]:
 
 class JudgeBackend(Protocol):
     name: str
+    state_question: StateQuestion
+    """what makes one state further along when states are compared (koholint.reward.truth)"""
 
     def models(self) -> dict[str, str]:
         """judge -> the model that answers it."""
@@ -198,8 +205,16 @@ class JudgeBackend(Protocol):
 class LlmJudges:
     """Judges answered by language models: the llm-d gateway or the llm-local server."""
 
-    def __init__(self, client: LlmClient, *, name: str, text_only: bool) -> None:
+    def __init__(
+        self,
+        client: LlmClient,
+        *,
+        name: str,
+        text_only: bool,
+        state_question: StateQuestion = "progress+rooms",
+    ) -> None:
         self.client, self.name, self.text_only = client, name, text_only
+        self.state_question = state_question
 
     def models(self) -> dict[str, str]:
         return {
@@ -240,7 +255,10 @@ class LlmJudges:
     ) -> int:
         try:
             result = self.client.ask(
-                JUDGE_ROUTES[judge], compare_messages(first, second), StateChoice, seed=seed
+                JUDGE_ROUTES[judge],
+                compare_messages(first, second, self.state_question),
+                StateChoice,
+                seed=seed,
             )
         except (LlmRejectedError, CircuitOpenError, LlmUnavailableError, ValueError):
             return 0  # no answer decides nothing; the segment scores carry the outage
@@ -265,6 +283,9 @@ class RulesJudges:
 
     name = "rules"
 
+    def __init__(self, state_question: StateQuestion = "progress+rooms") -> None:
+        self.state_question = state_question
+
     def models(self) -> dict[str, str]:
         return {"state": "rules", "progress": "rules"}
 
@@ -283,7 +304,7 @@ class RulesJudges:
     def compare(
         self, judge: str, first: StateFacts, second: StateFacts, seed: int, question: str
     ) -> int:
-        return further_along(first, second)
+        return further_along(first, second, self.state_question)
 
     def close(self) -> None:
         return None
@@ -299,9 +320,12 @@ class NoisyJudges(RulesJudges):
 
     name = "noisy"
 
-    def __init__(self, accuracy: float, seed: int = 0) -> None:
+    def __init__(
+        self, accuracy: float, seed: int = 0, state_question: StateQuestion = "progress+rooms"
+    ) -> None:
         if not 0.0 <= accuracy <= 1.0:
             raise ValueError(f"noisy accuracy {accuracy} must be within [0, 1]")
+        super().__init__(state_question)
         self.accuracy, self.seed = accuracy, seed
 
     def models(self) -> dict[str, str]:
@@ -324,7 +348,7 @@ class NoisyJudges(RulesJudges):
     def compare(
         self, judge: str, first: StateFacts, second: StateFacts, seed: int, question: str
     ) -> int:
-        truth = further_along(first, second)
+        truth = further_along(first, second, self.state_question)
         draw = self._draw(f"{judge}\x00{question}")
         if draw.random() < self.accuracy:
             return truth
@@ -485,6 +509,7 @@ def make_judges(
     temperature: float | None = None,
     noisy_accuracy: float = 0.8,
     seed: int = 0,
+    state_question: StateQuestion = "progress+rooms",
 ) -> JudgeBackend:
     """`rules`; `noisy` (the rules right with probability `noisy_accuracy`); `local`
     (llm-local, SmolLM2 on the text routes); `llm-d` (the gateway, a model name per judge in
@@ -492,9 +517,9 @@ def make_judges(
     from koholint.planning.backends import LOCAL_MODEL
 
     if backend == "rules":
-        return RulesJudges()
+        return RulesJudges(state_question)
     if backend == "noisy":
-        return NoisyJudges(noisy_accuracy, seed)
+        return NoisyJudges(noisy_accuracy, seed, state_question)
     if backend == "local":
         base_url = base_url or "http://127.0.0.1:8090"
         models = {"state": LOCAL_MODEL, "progress": LOCAL_MODEL}
@@ -514,4 +539,6 @@ def make_judges(
         for judge, model in models.items()
     }
     client = LlmClient(base_url, routes, retry=RetryPolicy(attempts=attempts))
-    return LlmJudges(client, name=backend, text_only=backend == "local")
+    return LlmJudges(
+        client, name=backend, text_only=backend == "local", state_question=state_question
+    )

@@ -45,7 +45,7 @@ from evaluator.segments import (
     parse_prefix,
 )
 from koholint.bus import STREAM_SCORES, Bus
-from koholint.reward.truth import MIN_MEASURED_PAIRS
+from koholint.reward.truth import MIN_MEASURED_PAIRS, StateQuestion
 from koholint.schemas.evaluator import (
     JUDGE_ROUTES,
     JUDGES,
@@ -90,6 +90,7 @@ class JudgeConfig:
     models: dict[str, str]
     samples: int
     seed: int
+    state_question: StateQuestion = "progress+rooms"
 
     @property
     def seeds(self) -> list[int]:
@@ -102,6 +103,8 @@ class JudgeConfig:
             "prompt_hash": PROMPT_HASH, "verdict": Verdict.model_json_schema(),
             "schema_version": SCORE_SCHEMA_VERSION,
         }  # fmt: skip
+        if self.state_question != "progress+rooms":  # records scored before it keep their keys
+            document["state_question"] = self.state_question
         return hashlib.sha256(json.dumps(document, sort_keys=True).encode()).hexdigest()[:16]
 
     def record_key(self, prefix: str) -> str:
@@ -130,7 +133,9 @@ class Evaluator:
         min_measured_pairs: int = MIN_MEASURED_PAIRS,
     ) -> None:
         self.store, self.bus, self.judges = store, bus, judges
-        self.config = JudgeConfig(judges.name, judges.models(), samples, seed)
+        self.config = JudgeConfig(
+            judges.name, judges.models(), samples, seed, judges.state_question
+        )
         self.scores = ScoreStore(store)
         self.scores_stream = scores_stream
         self.limits = {

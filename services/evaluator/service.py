@@ -39,7 +39,7 @@ def judges_from(settings: Settings) -> JudgeBackend:
         settings.backend, base_url=settings.llm_base_url, models=models,
         timeout_s=settings.llm_timeout_s, attempts=settings.llm_attempts,
         max_tokens=settings.llm_max_tokens, noisy_accuracy=settings.noisy_accuracy,
-        seed=settings.seed,
+        seed=settings.seed, state_question=settings.state_question,
     )  # fmt: skip
 
 

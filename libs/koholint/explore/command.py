@@ -70,6 +70,11 @@ def register(commands: argparse._SubParsersAction) -> None:
                               "at each refit into N levels holding equal shares of the "
                               f"archive's cells (restarts go to its best 1/N; default "
                               f"{defaults.level_bins})")  # fmt: skip
+    explore.add_argument("--judges-question", default=None,
+                         help="--level judges: what makes a cell's state further along for the "
+                              "judges: progress+rooms (the progress level, rooms reached "
+                              "breaking ties) or progress (the level alone); default "
+                              f"{defaults.question}")  # fmt: skip
     explore.add_argument("--level-base", type=float, default=None,
                          help="each level below the best known divides a cell's restart weight "
                               "by this (default 1000: restarts go to the best level)")  # fmt: skip
@@ -86,7 +91,9 @@ def cmd_explore(args: argparse.Namespace) -> int:
 
     start = None if args.start == "power_on" else args.start
     judged_only = [flag for flag, value in (("--level-encoding", args.level_encoding),
-                                            ("--level-bins", args.level_bins)) if value is not None]  # fmt: skip
+                                            ("--level-bins", args.level_bins),
+                                            ("--judges-question", args.judges_question))
+                   if value is not None]  # fmt: skip
     if judged_only and args.level != "judges":
         print(f"koholint explore: {' and '.join(judged_only)} set how the judges fit R_phi as "
               f"they explore: add --level judges (a reward-model version reads the encoding its "
@@ -95,11 +102,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     defaults = LevelSpec()
     encoding = defaults.encoding if args.level_encoding is None else args.level_encoding
     bins = defaults.level_bins if args.level_bins is None else args.level_bins
+    question = defaults.question if args.judges_question is None else args.judges_question
     config = ExploreConfig(
         start_state=start, seed=args.seed, workers=args.workers,
         max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
         level=LevelSpec(args.level, args.reward_model, args.store, args.level_step,
-                        args.refit_every, args.judges, args.noisy_accuracy, encoding, bins),
+                        args.refit_every, args.judges, args.noisy_accuracy, encoding, bins,
+                        question),
         logs_dir=str(Path(args.out) / "judged"),
         level_base=ExploreConfig.level_base if args.level_base is None else args.level_base,
     )  # fmt: skip
@@ -116,7 +125,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     summary = {
         "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": args.seed,
         "workers": args.workers, "start": args.start, "level": args.level,
-        "level_encoding": encoding, "level_bins": bins,
+        "level_encoding": encoding, "level_bins": bins, "judges_question": question,
         "reward_model": args.reward_model or None, "env_steps": result.env_steps,
         "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
         "seconds": round(result.seconds, 1),

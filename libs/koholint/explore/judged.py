@@ -142,7 +142,8 @@ class JudgedLevels:
 
     def _evaluate_command(self) -> list[str]:
         command = koholint_command("evaluate", "--run", self.run, "--store", self.spec.store,
-                                   "--backend", self.spec.judges)  # fmt: skip
+                                   "--backend", self.spec.judges,
+                                   "--state-question", self.spec.question)  # fmt: skip
         if self.spec.judges == "noisy":
             command += ["--noisy-accuracy", str(self.spec.noisy_accuracy)]
         return command

@@ -73,6 +73,10 @@ class LevelSpec:
     """``judges``: N >= 2 cuts R_phi into N levels that hold equal shares of the archive's
     cells at each refit (the top level: its best 1/N); 0 cuts it in steps of ``level_step``
     (a ``reward-model`` level always does: it has no archive's shares to cut at)"""
+    question: str = "progress+rooms"
+    """``judges``: what makes one cell's state further along
+    (``koholint.schemas.evaluator.STATE_QUESTIONS``): its progress level with rooms reached
+    breaking ties, or the level alone (``progress``: the cells already see the rooms)"""
     thresholds: tuple[float, ...] = ()
     """the standardised R_phi values between those levels, set at each refit"""
 
@@ -108,6 +112,10 @@ class LevelSpec:
 
         if self.encoding not in ENCODINGS:
             raise LevelError(f"encoding {self.encoding!r}: use one of {', '.join(ENCODINGS)}")
+        from koholint.schemas.evaluator import STATE_QUESTIONS
+
+        if self.question not in STATE_QUESTIONS:
+            raise LevelError(f"question {self.question!r}: use one of {', '.join(STATE_QUESTIONS)}")
         if not 0.01 <= self.level_step <= 10:
             raise LevelError(f"level_step={self.level_step}: use 0.01..10 standard deviations")
         if self.level_bins != 0 and not MIN_LEVEL_BINS <= self.level_bins <= MAX_LEVEL_BINS:

@@ -5,6 +5,9 @@ A state is *further along* than another when its progress level is higher — th
 opened ×2, the instrument) plus one once the credits roll — or, at the same level, when it has
 reached more rooms (the room tables' visited bits). Two states with the same level and the same
 rooms are a **tie**: the truth says nothing about them, and ties are left out of every accuracy.
+That is the question ``progress+rooms``; the question ``progress`` asks for the level alone
+(states at one level tie whatever rooms they reached): what a Go-Explore archive wants of its
+level, as its cells and their counts already see where Link has been.
 Exported states without a ``progress`` field (written before the env recorded it) fall back
 to what the state itself holds: items, keys and the instrument.
 
@@ -21,7 +24,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from koholint.game.ram import InventoryItem
-from koholint.schemas.evaluator import JudgeAccuracy, StateFacts
+from koholint.schemas.evaluator import JudgeAccuracy, StateFacts, StateQuestion
 
 MIN_MEASURED_PAIRS = 50
 """Pairs with a truth a judge must have decided before the rule can take its vote away."""
@@ -55,8 +58,12 @@ def sample_states(steps: Sequence[dict[str, Any]], stride: int) -> list[StateFac
     return [state_facts(steps[index]) for index in chosen]
 
 
-def further_along(first: StateFacts, second: StateFacts) -> int:
+def further_along(
+    first: StateFacts, second: StateFacts, question: StateQuestion = "progress+rooms"
+) -> int:
     """+1 when `first` is further along than `second`, -1 when `second` is, 0 for a tie."""
+    if question == "progress":
+        return (first.level > second.level) - (first.level < second.level)
     a, b = (first.level, first.rooms), (second.level, second.rooms)
     return (a > b) - (a < b)
 

@@ -53,6 +53,12 @@ MAX_PREFIXES_PER_REQUEST = 256
 MAX_FAILURES_SHOWN = 50
 
 
+StateQuestion = Literal["progress+rooms", "progress"]
+"""What makes one compared state further along (``koholint.reward.truth``): its progress
+level, rooms reached breaking ties, or the level alone."""
+STATE_QUESTIONS: tuple[StateQuestion, ...] = ("progress+rooms", "progress")
+
+
 class _Model(BaseModel):
     # NaN and inf have no JSON spelling: stored, they would come back as null and fail to read.
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -241,6 +247,9 @@ class StateComparisons(_Model):
     votes: dict[str, list[int]] = Field(description="judge -> its vote on each pair")
     preferred: list[int] = Field(description="the ensemble's vote on each pair")
     judge_accuracy: list[JudgeAccuracy]
+    question: StateQuestion = Field(
+        "progress+rooms", description="what made one state further along (koholint.reward.truth)"
+    )
 
 
 SegmentPrefix = Annotated[str, StringConstraints(pattern=SEGMENT_PREFIX_PATTERN, max_length=400)]

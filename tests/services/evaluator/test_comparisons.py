@@ -105,6 +105,24 @@ def test_a_noisy_judge_right_every_time_gives_the_rules_preferences(local_store,
     assert {r.backend for r in noisy} == {"noisy"}
 
 
+@pytest.mark.parametrize("backend", ["rules", "noisy"])
+def test_asked_for_the_level_alone_the_judges_and_the_truth_order_levels_only(local_store, backend):
+    judges = RulesJudges("progress") if backend == "rules" else NoisyJudges(1.0, 3, "progress")
+    evaluator, _, records = evaluate(local_store, judges)
+    comparisons = comparisons_of(local_store, records)
+    assert comparisons.question == "progress"
+    level = {f"{r.prefix}@{s.t}": s.level for r in records for s in r.states}
+    refs = [level[f"{ref.prefix}@{ref.t}"] for ref in comparisons.states]
+    expected = [(refs[a] > refs[b]) - (refs[a] < refs[b]) for a, b in comparisons.pairs]
+    assert comparisons.truth == comparisons.preferred == expected  # rooms break no tie
+    assert set(comparisons.truth) == {-1, 0, 1}
+    for entry in records[0].judge_accuracy:
+        assert (entry.accuracy, entry.votes) == (1.0, True)
+    probe = Evaluator(local_store, MemoryBus(), RulesJudges())
+    assert evaluator.config.hash != probe.config.hash  # another question: other scores
+    probe.close()
+
+
 def test_a_noisy_judge_at_chance_is_excluded_and_its_segments_get_no_score(local_store):
     # The rule's bound is a two-sided 95% one: a judge at chance keeps its vote in about one
     # batch in 40. Over 8 seeds, at most one of the 16 judge-batches may keep it.

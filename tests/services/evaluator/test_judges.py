@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evaluator.judges import (
+    compare_messages,
     ensemble_vote,
     fleiss_kappa,
     judge_vote,
@@ -12,7 +13,7 @@ from evaluator.judges import (
     rules_progress_verdict,
     rules_state_verdict,
 )
-from koholint.schemas.evaluator import SampleAnswer, SegmentFacts, Verdict
+from koholint.schemas.evaluator import SampleAnswer, SegmentFacts, StateFacts, Verdict
 
 
 def sample(
@@ -104,3 +105,13 @@ def test_rules_judges_read_the_facts():
     assert rules_state_verdict(facts(new_rooms=2, rooms_entered=2)).label == "exploring"
     assert rules_progress_verdict(facts(won=True)).score == 10
     assert rules_state_verdict(facts()) == rules_state_verdict(facts())  # deterministic
+
+
+def test_a_text_judge_asked_for_the_level_alone_is_not_shown_the_rooms():
+    state = StateFacts(t=1, level=1, rooms=17, room="0:0:3", items=["sword"], keys=0, health=24,
+                       has_instrument=False, won=False)  # fmt: skip
+    with_rooms = compare_messages(state, state)[1]["content"]
+    level_only = compare_messages(state, state, "progress")[1]["content"]
+    assert "rooms visited so far: 17" in with_rooms
+    assert "rooms visited" not in level_only
+    assert "items: sword" in level_only

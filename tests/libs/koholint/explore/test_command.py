@@ -37,6 +37,11 @@ def test_bad_settings_exit_2_naming_the_setting(tmp_path: Path, capsys):
     assert main(["explore", "--level", "judges", "--store", "x", "--level-encoding", "pixels",
                  "--out", str(tmp_path)]) == 2  # fmt: skip
     assert "encoding 'pixels': use one of observation, memory" in capsys.readouterr().err
+    assert main(["explore", "--judges-question", "progress", "--out", str(tmp_path)]) == 2
+    assert "--judges-question set how the judges" in capsys.readouterr().err
+    assert main(["explore", "--level", "judges", "--store", "x", "--judges-question", "rooms",
+                 "--out", str(tmp_path)]) == 2  # fmt: skip
+    assert "question 'rooms': use one of progress+rooms, progress" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # ~3 min: seed 1's win (67k env steps), then ~150 replays to shorten it

@@ -153,6 +153,8 @@ def test_judges_level_settings_name_the_fix():
         ExploreConfig(level=LevelSpec("judges", store="x", encoding="pixels")).validate()
     with pytest.raises(ExploreConfigError, match="level_bins=1: use 0"):
         ExploreConfig(level=LevelSpec("judges", store="x", level_bins=1)).validate()
+    with pytest.raises(ExploreConfigError, match="question 'rooms': use one of"):
+        ExploreConfig(level=LevelSpec("judges", store="x", question="rooms")).validate()
 
 
 def test_memory_encoded_cells_go_out_under_their_own_encoder(tmp_path: Path):
@@ -170,6 +172,14 @@ def test_memory_encoded_cells_go_out_under_their_own_encoder(tmp_path: Path):
     segment = read_segment(store, "episodes/r/cells-001/00000")
     assert segment.manifest["encoder_version"] == encoder_version("memory")
     assert segment.steps[0]["observation"][-1] == 0.25
+
+
+@pytest.mark.parametrize("question", ["progress+rooms", "progress"])
+def test_the_judges_are_asked_the_specs_question(tmp_path: Path, question: str):
+    spec = LevelSpec("judges", store=str(tmp_path), judges="noisy", question=question)
+    command = JudgedLevels(spec, run="r", logs=tmp_path)._evaluate_command()
+    asked = command[command.index("--state-question") + 1]
+    assert (asked, command[command.index("--backend") + 1]) == (question, "noisy")
 
 
 @pytest.mark.slow

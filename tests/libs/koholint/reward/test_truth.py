@@ -35,6 +35,16 @@ def test_a_higher_level_is_further_along_whatever_the_rooms_and_equal_states_tie
     assert further_along(behind, state_facts(step(4, progress=1, rooms=9))) == 0
 
 
+def test_asked_for_the_level_alone_states_at_one_level_tie_whatever_their_rooms():
+    behind = state_facts(step(1, progress=1, rooms=9))
+    more_rooms = state_facts(step(2, progress=1, rooms=30))
+    ahead = state_facts(step(3, progress=2, rooms=1))
+    assert further_along(more_rooms, behind, "progress") == 0
+    assert further_along(more_rooms, behind, "progress+rooms") == 1
+    assert (further_along(ahead, more_rooms, "progress"),
+            further_along(more_rooms, ahead, "progress")) == (1, -1)  # fmt: skip
+
+
 def test_the_credits_count_one_level_and_old_exports_fall_back_to_items_keys_instrument():
     won = state_facts(step(1, progress=7, rooms=5, mode="credits"))
     assert (won.level, won.won) == (8, True)
