@@ -62,6 +62,11 @@ def rows() -> dict[str, dict[str, Any]]:
             table[f"loop-noisy{accuracy}-{mode}"] = {
                 "flags": SPARSE, "loop": mode, "judges": "noisy", "accuracy": accuracy,
             }  # fmt: skip
+            # the floor read against R_phi's accuracy corrected for the labels' measured error
+            table[f"loop-noisy{accuracy}-{mode}-denoised"] = {
+                **table[f"loop-noisy{accuracy}-{mode}"],
+                "environment": {"KOHOLINT_REWARD_MODEL_DENOISED_FLOOR": "true"},
+            }  # fmt: skip
     return table
 
 
@@ -124,6 +129,7 @@ def run_one(name: str, row: dict[str, Any], seed: int, args: argparse.Namespace)
         noisy = noisy_environment(row["accuracy"])
         assert isinstance(noisy, dict)
         environment.update(noisy)
+    environment.update(row.get("environment", {}))
     started = time.perf_counter()
     completed = subprocess.run(
         command(row, run, seed, args.steps, store, runs, args.refit_every),

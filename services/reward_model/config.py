@@ -50,6 +50,12 @@ class Settings(
     accuracy_floor: float = Field(
         0.6, ge=0, le=1, description="publish only above this held-out accuracy"
     )
+    denoised_floor: bool = Field(
+        False,
+        description="compare the floor with the held-out accuracy corrected for the labels' "
+        "measured error (koholint.reward.truth.denoised_accuracy: the ensemble's labels against "
+        "the RAM truth), not with the raw agreement; state pairs with at least 50 measured labels",
+    )
     encoding: Encoding = Field(
         "observation",
         description="the segments' observation encoding it trains on (koholint.env.encoding): "

@@ -38,7 +38,12 @@ from koholint.reward.model import (
     read_card,
     weights_bytes,
 )
-from koholint.reward.truth import judge_accuracy
+from koholint.reward.truth import (
+    MIN_MEASURED_PAIRS,
+    denoised_accuracy,
+    judge_accuracy,
+    label_agreement,
+)
 from koholint.schemas.evaluator import (
     SCORE_SCHEMA_VERSIONS,
     JudgeAccuracy,
@@ -244,16 +249,39 @@ class RewardModelService:
             self.metrics.heldout_truth_accuracy.set(result.heldout_truth_accuracy)
         if ensemble.disagreement is not None:
             self.metrics.disagreement.set(ensemble.disagreement)
-        if result.heldout_accuracy <= settings.accuracy_floor:
-            return self._refuse("below_floor", f"held-out accuracy {result.heldout_accuracy:.3f} "
-                                f"does not beat the floor {settings.accuracy_floor}; the previous "
-                                "version stays", len(pairs), result.heldout_accuracy, seconds)  # fmt: skip
+        denoised, read = self._floor_reading(result.heldout_accuracy, segments)
+        if (result.heldout_accuracy if denoised is None else denoised) <= settings.accuracy_floor:
+            status = self._refuse("below_floor", f"held-out accuracy {read} does not beat the "
+                                  f"floor {settings.accuracy_floor}; the previous version stays",
+                                  len(pairs), result.heldout_accuracy, seconds)  # fmt: skip
+            return status.model_copy(update={"denoised_accuracy": denoised})
         card = self._publish(
             ensemble, segments, [source for pair in pairs for source in pair.sources]
         )
         return TrainStatus(state="published", detail=f"{reason}: published {card.version}",
                            version=card.version, pairs=result.pairs,
-                           heldout_accuracy=result.heldout_accuracy, seconds=seconds)  # fmt: skip
+                           heldout_accuracy=result.heldout_accuracy, seconds=seconds,
+                           denoised_accuracy=denoised)  # fmt: skip
+
+    def _floor_reading(
+        self, agreement: float, items: list[ScoredSegment]
+    ) -> tuple[float | None, str]:
+        """(the held-out accuracy corrected for the labels' measured error, or None where the
+        floor reads the plain agreement; the accuracy as a refusal says it). Corrected only
+        with ``denoised_floor``, on state pairs, with the labels measured on enough pairs."""
+        if not (self.settings.denoised_floor and any(item.group for item in items)):
+            return None, f"{agreement:.3f}"
+        truth = [t for document in self.comparisons() for t in document.truth]
+        preferred = [p for document in self.comparisons() for p in document.preferred]
+        label_accuracy, labelled = label_agreement(truth, preferred)
+        denoised = denoised_accuracy(agreement, label_accuracy)
+        if labelled < MIN_MEASURED_PAIRS or denoised is None:
+            return (
+                None,
+                f"{agreement:.3f} ({labelled} labels at {label_accuracy:.3f}: not denoised)",
+            )
+        return denoised, (f"{agreement:.3f} against the labels, {denoised:.3f} denoised "
+                          f"(labels {label_accuracy:.3f} right over {labelled})")  # fmt: skip
 
     def _refuse(self, reason: str, detail: str, pairs: int, accuracy: float | None = None,
                 seconds: float = 0.0) -> TrainStatus:  # fmt: skip

@@ -68,6 +68,30 @@ def further_along(
     return (a > b) - (a < b)
 
 
+def label_agreement(truth: Sequence[int], preferred: Sequence[int]) -> tuple[float, int]:
+    """(the share of the ensemble's labels a ranking that follows the truth agrees with, the
+    labels): over the pairs with a label (``preferred`` != 0), a label the truth confirms counts
+    1 and a label on a tie of the truth 1/2 (the ranking's order of a tie is a coin to it)."""
+    labelled = agreeing = 0.0
+    for expected, label in zip(truth, preferred, strict=True):
+        if label == 0:
+            continue
+        labelled += 1
+        agreeing += 0.5 if expected == 0 else float(label == expected)
+    return (agreeing / labelled if labelled else 0.0), int(labelled)
+
+
+def denoised_accuracy(agreement: float, label_accuracy: float) -> float | None:
+    """A ranking's accuracy against the truth estimated from its `agreement` with labels that
+    agree with the truth with probability `label_accuracy` (errors independent of the
+    ranking's): agreement = q·a + (1 − q)(1 − a), so q = (agreement − (1 − a)) / (2a − 1),
+    clipped to [0, 1]. None when the labels are no better than chance (a <= 0.5)."""
+    if label_accuracy <= 0.5:
+        return None
+    estimate = (agreement - (1.0 - label_accuracy)) / (2.0 * label_accuracy - 1.0)
+    return min(1.0, max(0.0, estimate))
+
+
 def wilson_lower_bound(correct: int, total: int, z: float = Z_95) -> float | None:
     """The lower end of the Wilson score interval of correct/total (None when total is 0)."""
     if total <= 0:

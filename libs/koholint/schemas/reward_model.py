@@ -114,6 +114,10 @@ class TrainStatus(_Model):
     version: str | None = None
     pairs: int = Field(0, ge=0)
     heldout_accuracy: float | None = None
+    denoised_accuracy: float | None = Field(
+        None, description="the held-out accuracy corrected for the labels' measured error, when "
+        "the floor read it (denoised_floor)",
+    )  # fmt: skip
     seconds: float = Field(0.0, ge=0)
 
 

@@ -170,3 +170,31 @@ def test_a_version_one_card_is_still_read(tmp_path):
     store.put(key, json.dumps({"schema_version": 1, **old}).encode())
     loaded = load_version(store, version)
     assert (loaded.card.schema_version, loaded.card.ensemble_size) == (1, 1)
+
+
+def test_the_denoised_floor_reads_r_phi_through_the_labels_measured_error(tmp_path):
+    """Labels right 65% of the time cap R_phi's agreement with them near 0.65 however well it
+    ranks: the plain floor at 0.66 refuses it; corrected for the labels' measured error, the
+    same fit (~0.8 against the truth) clears it."""
+    store = LocalStore(tmp_path / "store")
+    segments, prefixes = export_with_progress(store, 40)
+    document = comparisons_document(segments, prefixes, accuracy=0.65, pairs=24_000, seed=3)
+    store.put("scores/syn/comparisons/0.json", document.model_dump_json().encode())
+    event = scores_event("syn", prefixes, segments)
+    event["comparisons_key"] = "scores/syn/comparisons/0.json"
+    statuses = {}
+    for denoised in (False, True):
+        settings = Settings(store_url=str(tmp_path / "store"), accuracy_floor=0.66,
+                            max_steps=300, ensemble_size=1, denoised_floor=denoised)  # fmt: skip
+        service = RewardModelService(settings, store)
+        service.add_event(event)
+        statuses[denoised] = service.train()
+    plain, corrected = statuses[False], statuses[True]
+    assert plain.state == "refused"
+    assert "does not beat the floor 0.66" in plain.detail
+    assert plain.denoised_accuracy is None
+    assert 0.55 < plain.heldout_accuracy < 0.66
+    assert corrected.state == "published", corrected.detail
+    assert corrected.heldout_accuracy < 0.66 < corrected.denoised_accuracy
+    card = load_version(store, corrected.version).card
+    assert card.heldout_truth_accuracy == pytest.approx(corrected.denoised_accuracy, abs=0.1)

@@ -6,8 +6,10 @@ import numpy as np
 import pytest
 
 from koholint.reward.truth import (
+    denoised_accuracy,
     further_along,
     judge_accuracy,
+    label_agreement,
     sample_states,
     state_facts,
     wilson_lower_bound,
@@ -91,3 +93,22 @@ def test_a_judge_answering_at_random_gets_no_vote_and_one_measured_on_too_few_ke
     assert not judge_accuracy("state", truth, random_votes).votes
     few = judge_accuracy("state", truth[:10], [-t for t in truth[:10]], min_pairs=50)
     assert (few.measured, few.votes, few.accuracy) == (False, True, 0.0)
+
+
+def test_label_agreement_counts_a_label_on_a_tie_as_half_and_skips_the_unlabelled():
+    truth = [1, -1, 1, 0, 0, 1]
+    preferred = [1, 1, 1, 1, 0, 0]  # right, wrong, right, a tie labelled, unlabelled x2
+    assert label_agreement(truth, preferred) == (pytest.approx(2.5 / 4), 4)
+    assert label_agreement([], []) == (0.0, 0)
+
+
+@pytest.mark.parametrize(("q", "a"), [(0.95, 0.65), (0.8, 0.9), (1.0, 1.0), (0.6, 0.75)])
+def test_denoised_accuracy_inverts_agreement_with_labels_of_known_error(q, a):
+    agreement = q * a + (1 - q) * (1 - a)
+    assert denoised_accuracy(agreement, a) == pytest.approx(q)
+
+
+def test_denoised_accuracy_is_clipped_and_undefined_for_labels_at_chance():
+    assert denoised_accuracy(0.1, 0.8) == 0.0
+    assert denoised_accuracy(0.99, 0.6) == 1.0
+    assert denoised_accuracy(0.7, 0.5) is None
