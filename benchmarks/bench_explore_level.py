@@ -60,6 +60,9 @@ def rows(args: argparse.Namespace) -> dict[str, list[str]]:
     for name in ("judges-rules-memory", "judges-rules-memory-bins5", "judges-noisy0.75-memory",
                  "judges-noisy0.75-memory-bins5"):  # fmt: skip
         table[f"{name}-question-progress"] = [*table[name], *level_only]
+        # and R_phi pulled together on the cells they called the same
+        table[f"{name}-question-progress-ties"] = [*table[name], *level_only,
+                                                   "--judges-tie-weight", "1"]  # fmt: skip
     return table
 
 

@@ -10,6 +10,7 @@ the same weights.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Annotated
 
@@ -54,6 +55,10 @@ class FitConfig(BaseModel):
     """share of the segments held out: pairs touching them measure accuracy and stop early"""
     seed: int = Field(0, ge=0, le=2**31 - 1)
     """seeds the held-out split and the network's initial weights"""
+    tie_weight: float = Field(0.0, ge=0, le=10)
+    """weight of the tie pairs (states every voting judge called the same) in the loss: each
+    pulls its two states' R_phi together, -(log sigma(d) + log sigma(-d)) / 2, least at d = 0;
+    0 leaves ties out (at most as many tie pairs as decided ones are used)"""
     ensemble_size: int = Field(3, ge=1, le=16)
     """R_phi members trained from seeds seed, seed+1, ... on the same split and averaged; their
     disagreement on held-out states is reported"""
@@ -97,17 +102,22 @@ class _SegmentRewards:
         return totals / self.lengths
 
 
+def _held_out(groups: list[str], config: FitConfig) -> set[int]:
+    """The items of a seeded share of the segments (an item's group)."""
+    names = list(dict.fromkeys(groups))
+    order = np.random.default_rng(config.seed).permutation(len(names))
+    chosen = {names[i] for i in order[: max(1, int(round(len(names) * config.heldout_fraction)))]}
+    return {index for index, group in enumerate(groups) if group in chosen}
+
+
 def _split(
     groups: list[str], pairs: list[Preference], config: FitConfig
 ) -> tuple[np.ndarray, np.ndarray]:
     """Hold out a seeded share of the *segments* (an item's group; a state's is its segment):
     training pairs join two training items, held-out pairs have at least one item from a
     segment the model never saw (an honest accuracy)."""
-    names = list(dict.fromkeys(groups))
-    order = np.random.default_rng(config.seed).permutation(len(names))
-    chosen = {names[i] for i in order[: max(1, int(round(len(names) * config.heldout_fraction)))]}
-    unseen = {index for index, group in enumerate(groups) if group in chosen}
-    segments = len(names)
+    unseen = _held_out(groups, config)
+    segments = len(set(groups))
     heldout = np.array(
         [i for i, p in enumerate(pairs) if {p.preferred, p.other} & unseen], np.int64
     )
@@ -127,8 +137,10 @@ def fit(
     pairs: list[Preference],
     config: FitConfig,
     init_seed: int | None = None,
+    ties: Sequence[tuple[int, int]] = (),
 ) -> FitResult:
-    """Fit R_phi to the pairs (initial weights from `init_seed`, default the config's seed);
+    """Fit R_phi to the pairs, and to the `ties` (item pairs judged the same) with
+    ``config.tie_weight`` (initial weights from `init_seed`, default the config's seed);
     raises TrainingError on too few pairs or a non-finite loss."""
     if len(pairs) < 2:
         raise TrainingError(f"{len(pairs)} preference pairs: need at least 2 (one held out)")
@@ -144,14 +156,20 @@ def fit(
         network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay
     )
     train, heldout = torch.from_numpy(train_index), torch.from_numpy(heldout_index)
+    tie_train, no_ties = _tie_split(groups, ties, config), torch.zeros((0, 2), dtype=torch.long)
 
-    def loss_of(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
-        return -nn.functional.logsigmoid(values[preferred[index]] - values[other[index]]).mean()
+    def loss_of(values: torch.Tensor, index: torch.Tensor, tied: torch.Tensor) -> torch.Tensor:
+        loss = -nn.functional.logsigmoid(values[preferred[index]] - values[other[index]]).mean()
+        if len(tied) and config.tie_weight:
+            gap = values[tied[:, 0]] - values[tied[:, 1]]
+            both = nn.functional.logsigmoid(gap) + nn.functional.logsigmoid(-gap)
+            loss = loss - config.tie_weight * 0.5 * both.mean()
+        return loss
 
     best = (float("inf"), [p.detach().clone() for p in network.parameters()], 0)
     waited, step = 0, 0
     for step in range(1, config.max_steps + 1):
-        loss = loss_of(rewards(network), train)
+        loss = loss_of(rewards(network), train, tie_train)
         if not torch.isfinite(loss):
             raise TrainingError(
                 f"training loss became {float(loss.detach())} (NaN or inf) at step {step}; no version",
@@ -162,7 +180,9 @@ def fit(
         optimizer.step()
         if step % config.evaluate_every == 0:
             with torch.no_grad():
-                heldout_loss = float(loss_of(rewards(network), heldout))
+                # decided pairs only: the tie term is least at the untrained network's flat
+                # R_phi, and with it the held-out loss would stop training at once
+                heldout_loss = float(loss_of(rewards(network), heldout, no_ties))
             if heldout_loss < best[0]:
                 best, waited = (
                     (heldout_loss, [p.detach().clone() for p in network.parameters()], step),
@@ -190,6 +210,15 @@ def fit(
         heldout_truth_accuracy=float(agrees.mean()) if len(agrees) else None,
         heldout_items=tuple(sorted(items)),
     )  # fmt: skip
+
+
+def _tie_split(
+    groups: list[str], ties: Sequence[tuple[int, int]], config: FitConfig
+) -> torch.Tensor:
+    """The tie pairs on the training side of the split (none touches a held-out segment)."""
+    unseen = _held_out(groups, config)
+    kept = [pair for pair in ties if not set(pair) & unseen]
+    return torch.tensor(kept, dtype=torch.long).reshape(-1, 2)
 
 
 def _result(network: nn.Sequential, rewards: _SegmentRewards, preferred: torch.Tensor,
@@ -228,11 +257,16 @@ class EnsembleResult:
 
 
 def fit_ensemble(
-    segments: list[ScoredSegment], pairs: list[Preference], config: FitConfig
+    segments: list[ScoredSegment],
+    pairs: list[Preference],
+    config: FitConfig,
+    ties: Sequence[tuple[int, int]] = (),
 ) -> EnsembleResult:
     """`config.ensemble_size` fits from seeds seed, seed+1, ... on one held-out split, merged
     into one MLP (``merge_ensemble``) whose held-out accuracies are measured again."""
-    members = [fit(segments, pairs, config, config.seed + m) for m in range(config.ensemble_size)]
+    members = [
+        fit(segments, pairs, config, config.seed + m, ties) for m in range(config.ensemble_size)
+    ]
     first = members[0]
     if len(members) == 1:
         return EnsembleResult(first, members, None, None)

@@ -99,9 +99,12 @@ def build_state_preferences(
     *,
     max_pairs: int,
     seed: int = 0,
-) -> tuple[list[ScoredSegment], list[Preference]]:
-    """(states, pairs): every compared pair the ensemble decided whose two states are in
-    `segments`, in a seeded order, `max_pairs` at most; each state one single-row item."""
+    ties: bool = False,
+) -> tuple[list[ScoredSegment], list[Preference], list[tuple[int, int]]]:
+    """(states, pairs, tie pairs): every compared pair the ensemble decided whose two states
+    are in `segments`, in a seeded order, `max_pairs` at most; each state one single-row item.
+    With `ties`, also the pairs every voting judge called the same (as many as the decided
+    pairs at most, in a seeded order)."""
     items: list[ScoredSegment] = []
     index_of: dict[tuple[str, int], int] = {}
     rows = {prefix: {t: row for row, t in enumerate(s.times)} for prefix, s in segments.items()}
@@ -126,6 +129,7 @@ def build_state_preferences(
         if vote
     ]
     rng = np.random.default_rng(seed)
+    tied = _tie_candidates(comparisons) if ties else []
     pairs: list[Preference] = []
     for position in rng.permutation(len(candidates)):
         if len(pairs) >= max_pairs:
@@ -142,4 +146,26 @@ def build_state_preferences(
         pairs.append(Preference(preferred, other, 1.0, True,
                                 (items[preferred].record_key, items[other].record_key),
                                 truth))  # fmt: skip
-    return items, pairs
+    tie_pairs: list[tuple[int, int]] = []
+    for position in rng.permutation(len(tied)):
+        if len(tie_pairs) >= len(pairs):
+            break
+        document, index = tied[position]
+        first, second = (document.states[k] for k in document.pairs[index])
+        a, b = item(first.prefix, first.t), item(second.prefix, second.t)
+        if a is not None and b is not None:
+            tie_pairs.append((a, b))
+    return items, pairs, tie_pairs
+
+
+def _tie_candidates(comparisons: Iterable[StateComparisons]) -> list[tuple[StateComparisons, int]]:
+    """The pairs every voting judge (at least one) called the same."""
+    found = []
+    for document in comparisons:
+        voting = [entry.judge for entry in document.judge_accuracy if entry.votes]
+        if not voting:
+            continue
+        for index, vote in enumerate(document.preferred):
+            if vote == 0 and all(document.votes[judge][index] == 0 for judge in voting):
+                found.append((document, index))
+    return found

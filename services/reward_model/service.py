@@ -157,23 +157,27 @@ class RewardModelService:
         with self._dataset_lock:
             return list(self._comparisons.values())
 
-    def preferences(self, seed: int = 0) -> tuple[list[ScoredSegment], list[Preference]]:
-        """(items, pairs): state pairs from the judges' comparisons when they decided any, else
-        pairs of whole segments from their scores (records written before comparisons, or a
-        batch whose states the judges all found alike)."""
+    def preferences(
+        self, seed: int = 0
+    ) -> tuple[list[ScoredSegment], list[Preference], list[tuple[int, int]]]:
+        """(items, pairs, tie pairs): state pairs from the judges' comparisons when they decided
+        any (and, with ``tie_weight``, the pairs they called the same), else pairs of whole
+        segments from their scores (records written before comparisons, or a batch whose
+        states the judges all found alike)."""
         settings, segments = self.settings, self.segments()
         comparisons = self.comparisons()
         if comparisons:
             by_prefix = {segment.prefix: segment for segment in segments}
-            items, state_pairs = build_state_preferences(
-                by_prefix, comparisons, max_pairs=settings.max_pairs, seed=seed
-            )
+            items, state_pairs, ties = build_state_preferences(
+                by_prefix, comparisons, max_pairs=settings.max_pairs, seed=seed,
+                ties=settings.tie_weight > 0,
+            )  # fmt: skip
             if state_pairs:
-                return items, state_pairs
+                return items, state_pairs, ties
         pairs = build_preferences(
             segments, margin=settings.margin, max_pairs=settings.max_pairs, seed=seed
         )
-        return segments, pairs
+        return segments, pairs, []
 
     def restore(self) -> int:
         """Rebuild the dataset from the store's score records (the newest of each segment, the
@@ -201,7 +205,7 @@ class RewardModelService:
             return list(self._segments.values())
 
     def pair_count(self) -> int:
-        _, pairs = self.preferences()
+        _, pairs, _ = self.preferences()
         self.metrics.pairs.set(len(pairs))
         return len(pairs)
 
@@ -225,7 +229,7 @@ class RewardModelService:
 
     def _train(self, reason: str) -> TrainStatus:
         settings = self.settings
-        segments, pairs = self.preferences(settings.seed)
+        segments, pairs, ties = self.preferences(settings.seed)
         self.metrics.pairs.set(len(pairs))
         self._pairs_at_last_training = len(pairs)
         if not pairs:
@@ -238,7 +242,7 @@ class RewardModelService:
                                 f"{settings.min_pairs}; wait for more scores", len(pairs))  # fmt: skip
         started = time.perf_counter()
         try:
-            ensemble = fit_ensemble(segments, pairs, self.settings.fit_config())
+            ensemble = fit_ensemble(segments, pairs, self.settings.fit_config(), ties)
         except TrainingError as error:
             return self._refuse(error.reason, f"{error}; the previous version stays", len(pairs))
         seconds = time.perf_counter() - started
@@ -258,7 +262,8 @@ class RewardModelService:
         card = self._publish(
             ensemble, segments, [source for pair in pairs for source in pair.sources]
         )
-        return TrainStatus(state="published", detail=f"{reason}: published {card.version}",
+        tied = f" ({len(ties)} tie pairs)" if ties else ""
+        return TrainStatus(state="published", detail=f"{reason}: published {card.version}{tied}",
                            version=card.version, pairs=result.pairs,
                            heldout_accuracy=result.heldout_accuracy, seconds=seconds,
                            denoised_accuracy=denoised)  # fmt: skip

@@ -75,6 +75,10 @@ def register(commands: argparse._SubParsersAction) -> None:
                               "judges: progress+rooms (the progress level, rooms reached "
                               "breaking ties) or progress (the level alone); default "
                               f"{defaults.question}")  # fmt: skip
+    explore.add_argument("--judges-tie-weight", type=float, default=None,
+                         help="--level judges: how hard R_phi is pulled to one value on cells "
+                              "the judges called the same (0 leaves ties out; default "
+                              f"{defaults.tie_weight:g})")  # fmt: skip
     explore.add_argument("--level-base", type=float, default=None,
                          help="each level below the best known divides a cell's restart weight "
                               "by this (default 1000: restarts go to the best level)")  # fmt: skip
@@ -92,7 +96,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     start = None if args.start == "power_on" else args.start
     judged_only = [flag for flag, value in (("--level-encoding", args.level_encoding),
                                             ("--level-bins", args.level_bins),
-                                            ("--judges-question", args.judges_question))
+                                            ("--judges-question", args.judges_question),
+                                            ("--judges-tie-weight", args.judges_tie_weight))
                    if value is not None]  # fmt: skip
     if judged_only and args.level != "judges":
         print(f"koholint explore: {' and '.join(judged_only)} set how the judges fit R_phi as "
@@ -103,12 +108,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     encoding = defaults.encoding if args.level_encoding is None else args.level_encoding
     bins = defaults.level_bins if args.level_bins is None else args.level_bins
     question = defaults.question if args.judges_question is None else args.judges_question
+    ties = defaults.tie_weight if args.judges_tie_weight is None else args.judges_tie_weight
     config = ExploreConfig(
         start_state=start, seed=args.seed, workers=args.workers,
         max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
         level=LevelSpec(args.level, args.reward_model, args.store, args.level_step,
                         args.refit_every, args.judges, args.noisy_accuracy, encoding, bins,
-                        question),
+                        question, ties),
         logs_dir=str(Path(args.out) / "judged"),
         level_base=ExploreConfig.level_base if args.level_base is None else args.level_base,
     )  # fmt: skip
@@ -126,6 +132,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
         "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": args.seed,
         "workers": args.workers, "start": args.start, "level": args.level,
         "level_encoding": encoding, "level_bins": bins, "judges_question": question,
+        "judges_tie_weight": ties,
         "reward_model": args.reward_model or None, "env_steps": result.env_steps,
         "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
         "seconds": round(result.seconds, 1),

@@ -152,7 +152,8 @@ class JudgedLevels:
         log = self.logs / f"judged-{refit.round:03d}-{name}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         environment = {**os.environ, "KOHOLINT_EVALUATOR_STATE_STRIDE": "1",
-                       "KOHOLINT_REWARD_MODEL_ENCODING": self.spec.encoding}  # fmt: skip
+                       "KOHOLINT_REWARD_MODEL_ENCODING": self.spec.encoding,
+                       "KOHOLINT_REWARD_MODEL_TIE_WEIGHT": str(self.spec.tie_weight)}  # fmt: skip
         with log.open("w") as output:
             output.write(f"$ {' '.join(command)}\n")
             output.flush()

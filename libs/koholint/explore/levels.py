@@ -77,6 +77,9 @@ class LevelSpec:
     """``judges``: what makes one cell's state further along
     (``koholint.schemas.evaluator.STATE_QUESTIONS``): its progress level with rooms reached
     breaking ties, or the level alone (``progress``: the cells already see the rooms)"""
+    tie_weight: float = 0.0
+    """``judges``: the reward model's ``tie_weight``: how hard the cells the judges called the
+    same are pulled to one R_phi (0: ties unused)"""
     thresholds: tuple[float, ...] = ()
     """the standardised R_phi values between those levels, set at each refit"""
 
@@ -116,6 +119,8 @@ class LevelSpec:
 
         if self.question not in STATE_QUESTIONS:
             raise LevelError(f"question {self.question!r}: use one of {', '.join(STATE_QUESTIONS)}")
+        if not 0.0 <= self.tie_weight <= 10.0:
+            raise LevelError(f"tie_weight={self.tie_weight}: use 0..10 (0 leaves ties out)")
         if not 0.01 <= self.level_step <= 10:
             raise LevelError(f"level_step={self.level_step}: use 0.01..10 standard deviations")
         if self.level_bins != 0 and not MIN_LEVEL_BINS <= self.level_bins <= MAX_LEVEL_BINS:

@@ -198,3 +198,56 @@ def test_the_denoised_floor_reads_r_phi_through_the_labels_measured_error(tmp_pa
     assert corrected.heldout_accuracy < 0.66 < corrected.denoised_accuracy
     card = load_version(store, corrected.version).card
     assert card.heldout_truth_accuracy == pytest.approx(corrected.denoised_accuracy, abs=0.1)
+
+
+def level_only_document(segments, prefixes, *, pairs: int, seed: int = 0):
+    """Judges asked for the level alone (right every time): states at one level tie, and both
+    judges say so."""
+    rng = np.random.default_rng(seed)
+    refs, levels = [], []
+    for segment, prefix in zip(segments, prefixes, strict=True):
+        for row in range(3, len(segment.observations), 4):
+            refs.append(StateRef(prefix=prefix, t=row + 1))
+            levels.append(progress_of(segment.observations[row]))
+    chosen = [tuple(int(v) for v in rng.choice(len(refs), 2, replace=False)) for _ in range(pairs)]
+    truth = [int(np.sign(levels[a] - levels[b])) for a, b in chosen]
+    decided = sum(1 for t in truth if t)
+    entries = [JudgeAccuracy(judge=judge, pairs=decided, correct=decided, accuracy=1.0,
+                             lower_bound=None, measured=True, votes=True)
+               for judge in ("progress", "state")]  # fmt: skip
+    document = StateComparisons(
+        run="syn", judge_config_hash="h", scores_key="scores/syn/batches/0.jsonl", states=refs,
+        pairs=chosen, truth=truth, votes={"progress": truth, "state": truth}, preferred=truth,
+        judge_accuracy=entries, question="progress",
+    )  # fmt: skip
+    return document, refs, levels
+
+
+def test_tie_pairs_pull_the_states_of_one_level_to_one_r_phi(tmp_path):
+    store = LocalStore(tmp_path / "store")
+    segments, prefixes = export_with_progress(store, 40)
+    document, _, _ = level_only_document(segments, prefixes, pairs=6000, seed=2)
+    store.put("scores/syn/comparisons/0.json", document.model_dump_json().encode())
+    event = scores_event("syn", prefixes, segments)
+    event["comparisons_key"] = "scores/syn/comparisons/0.json"
+    states = np.stack([row for s in segments for row in s.observations[3::4]])
+    levels = np.array([progress_of(row) for row in states])
+    spread = {}
+    for weight in (0.0, 1.0):
+        settings = Settings(store_url=str(tmp_path / "store"), max_steps=300, ensemble_size=1,
+                            tie_weight=weight, seed=5)  # fmt: skip
+        service = RewardModelService(settings, store)
+        service.add_event(event)
+        items, pairs, ties = service.preferences(settings.seed)
+        assert (len(ties) > 0) is (weight > 0)
+        assert len(ties) <= len(pairs)
+        tied_levels = {(progress_of(items[a].observations[0]), progress_of(items[b].observations[0]))
+                       for a, b in ties}  # fmt: skip
+        assert all(first == second for first, second in tied_levels)
+        status = service.train()
+        assert status.state == "published", status.detail
+        assert ("tie pairs" in status.detail) is (weight > 0)
+        values = load_version(store, status.version).function.normalised(states)
+        within = np.mean([values[levels == level].std() for level in np.unique(levels)])
+        spread[weight] = within
+    assert spread[1.0] < 0.75 * spread[0.0], spread
