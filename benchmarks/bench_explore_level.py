@@ -44,7 +44,8 @@ def rows(args: argparse.Namespace) -> dict[str, list[str]]:
         table["rphi-noisy0.75"] = [*reward_model, args.noisy_version]
     # The first judged level's settings; a row's later flags override them.
     judged = ["--level", "judges", "--refit-every", str(args.refit_every),
-              "--level-encoding", "observation", "--level-bins", "0"]  # fmt: skip
+              "--level-encoding", "observation", "--level-bins", "0",
+              "--judges-question", "progress+rooms", "--judges-tie-weight", "0"]  # fmt: skip
     table["judges-rules"] = [*judged, "--judges", "rules"]
     table["judges-noisy0.75"] = [*judged, "--judges", "noisy", "--noisy-accuracy", "0.75"]
     memory = ["--level-encoding", "memory"]  # R_phi also reads the room flags' counts

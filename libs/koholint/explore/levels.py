@@ -16,6 +16,9 @@ sends restarts to the best level known (``koholint.explore.archive``).
   ``level_bins`` N the version's R_phi is cut at the archive's own shares instead (N levels of
   equal size, thresholds in the spec), so restarts go to the best 1/N of the cells by R_phi
   however R_phi's values spread; ``encoding`` ``memory`` lets R_phi read the room flags' counts.
+  The defaults (measured best, docs/reward-model.md): the judges asked for the progress level
+  alone (``question``), R_phi pulled to one value on the cells they call the same
+  (``tie_weight``), read in the memory encoding, cut in steps of ``level_step``.
 """
 
 from __future__ import annotations
@@ -69,15 +72,15 @@ class LevelSpec:
     """``judges``: what the cells are recorded in and R_phi is fitted on
     (``koholint.env.encoding.ENCODINGS``): ``memory`` adds the room flags' counts, the progress
     one frame does not show (a ``reward-model`` version reads the encoding its card names)"""
-    level_bins: int = 5
+    level_bins: int = 0
     """``judges``: N >= 2 cuts R_phi into N levels that hold equal shares of the archive's
     cells at each refit (the top level: its best 1/N); 0 cuts it in steps of ``level_step``
     (a ``reward-model`` level always does: it has no archive's shares to cut at)"""
-    question: str = "progress+rooms"
+    question: str = "progress"
     """``judges``: what makes one cell's state further along
     (``koholint.schemas.evaluator.STATE_QUESTIONS``): its progress level with rooms reached
     breaking ties, or the level alone (``progress``: the cells already see the rooms)"""
-    tie_weight: float = 0.0
+    tie_weight: float = 1.0
     """``judges``: the reward model's ``tie_weight``: how hard the cells the judges called the
     same are pulled to one R_phi (0: ties unused)"""
     thresholds: tuple[float, ...] = ()

@@ -192,7 +192,8 @@ def test_the_judges_fit_r_phi_on_the_explorers_cells_and_it_levels_the_archive(
     out, store = tmp_path / "out", tmp_path / "store"
     code = main(["explore", "--level", "judges", "--store", str(store), "--refit-every", "1500",
                  "--workers", "1", "--seed", "3", "--max-env-steps", "4000", "--quiet",
-                 "--out", str(out), "--level-encoding", encoding])  # fmt: skip
+                 "--out", str(out), "--level-encoding", encoding,
+                 "--judges-question", "progress+rooms"])  # fmt: skip
     assert code == 1  # no win in 4,000 steps
     summary = json.loads((out / "summary.json").read_text())
     refits = summary["refits"]
@@ -216,10 +217,32 @@ def test_the_judges_fit_r_phi_on_the_explorers_cells_and_it_levels_the_archive(
 
 
 @pytest.mark.slow
+def test_on_its_defaults_the_judges_order_levels_and_r_phi_learns_their_ties(tmp_path: Path):
+    """The default judged level: the judges asked for the progress level alone, so the rounds
+    before the first puzzle (seed 0: at 4,791 steps) decide no pair and publish nothing; the
+    next round's version is fitted on the judges' orders and their ties."""
+    out, store = tmp_path / "out", tmp_path / "store"
+    code = main(["explore", "--level", "judges", "--store", str(store), "--refit-every", "2500",
+                 "--workers", "1", "--seed", "0", "--max-env-steps", "10100", "--quiet",
+                 "--out", str(out)])  # fmt: skip
+    assert code == 1
+    summary = json.loads((out / "summary.json").read_text())
+    assert (summary["judges_question"], summary["judges_tie_weight"]) == ("progress", 1.0)
+    refits = summary["refits"]
+    assert refits[0]["state"] == "refused", refits  # every cell at level 0: all ties
+    published = [refit for refit in refits if refit["state"] == "published"]
+    assert published, refits
+    log = (out / "judged" / f"judged-{published[0]['round']:03d}-reward-model.log").read_text()
+    assert "tie pairs" in log
+    assert summary["top_level"] > 0
+
+
+@pytest.mark.slow
 def test_a_pool_of_workers_levels_new_states_with_each_published_version(tmp_path: Path):
     store = tmp_path / "store"
     config = ExploreConfig(seed=4, workers=2, max_env_steps=8000, logs_dir=str(tmp_path / "logs"),
-                           level=LevelSpec("judges", store=str(store), refit_every=1500))  # fmt: skip
+                           level=LevelSpec("judges", store=str(store), refit_every=1500,
+                                           question="progress+rooms"))  # fmt: skip
     explorer = Explorer(config)
     result = explorer.run()
     assert any(refit.state == "published" for refit in result.refits), result.refits
