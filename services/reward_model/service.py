@@ -158,7 +158,7 @@ class RewardModelService:
             return list(self._comparisons.values())
 
     def preferences(
-        self, seed: int = 0
+        self, seed: int = 0, with_ties: bool = True
     ) -> tuple[list[ScoredSegment], list[Preference], list[tuple[int, int]]]:
         """(items, pairs, tie pairs): state pairs from the judges' comparisons when they decided
         any (and, with ``tie_weight``, the pairs they called the same), else pairs of whole
@@ -170,7 +170,7 @@ class RewardModelService:
             by_prefix = {segment.prefix: segment for segment in segments}
             items, state_pairs, ties = build_state_preferences(
                 by_prefix, comparisons, max_pairs=settings.max_pairs, seed=seed,
-                ties=settings.tie_weight > 0,
+                ties=with_ties and settings.tie_weight > 0,
             )  # fmt: skip
             if state_pairs:
                 return items, state_pairs, ties
@@ -205,7 +205,7 @@ class RewardModelService:
             return list(self._segments.values())
 
     def pair_count(self) -> int:
-        _, pairs, _ = self.preferences()
+        _, pairs, _ = self.preferences(with_ties=False)  # a count needs no tie pairs
         self.metrics.pairs.set(len(pairs))
         return len(pairs)
 
@@ -276,8 +276,9 @@ class RewardModelService:
         with ``denoised_floor``, on state pairs, with the labels measured on enough pairs."""
         if not (self.settings.denoised_floor and any(item.group for item in items)):
             return None, f"{agreement:.3f}"
-        truth = [t for document in self.comparisons() for t in document.truth]
-        preferred = [p for document in self.comparisons() for p in document.preferred]
+        comparisons = self.comparisons()
+        truth = [t for document in comparisons for t in document.truth]
+        preferred = [p for document in comparisons for p in document.preferred]
         label_accuracy, labelled = label_agreement(truth, preferred)
         denoised = denoised_accuracy(agreement, label_accuracy)
         if labelled < MIN_MEASURED_PAIRS or denoised is None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -56,7 +56,7 @@ MAX_FAILURES_SHOWN = 50
 StateQuestion = Literal["progress+rooms", "progress"]
 """What makes one compared state further along (``koholint.reward.truth``): its progress
 level, rooms reached breaking ties, or the level alone."""
-STATE_QUESTIONS: tuple[StateQuestion, ...] = ("progress+rooms", "progress")
+STATE_QUESTIONS: tuple[StateQuestion, ...] = get_args(StateQuestion)
 
 
 class _Model(BaseModel):
