@@ -1,4 +1,4 @@
-"""Autopilot: decide and execute macros until the game leaves dialog/puzzle or a budget ends.
+"""Autopilot: decide and execute macros until the game leaves title/dialog/puzzle or a budget ends.
 
 Used by the planner service on env-sim sessions and by the hybrid env wrapper in-process.
 Leaving uses the switch's hysteresis: after a macro, the state must read "policy" for
@@ -65,14 +65,15 @@ def run_autopilot(
     leave_after: int = 2,
     seed: int = 0,
 ) -> AutopilotReport:
-    """Drive `emulator` with `backend`'s macros while the game is in dialog or puzzle."""
+    """Drive `emulator` with `backend`'s macros while the game is on its title screen, in a
+    dialog or in the puzzle."""
     budget = budget or Budget()
     situation = read_view(emulator).situation()
     started = mode_of(situation)
     if started == "policy":
         return AutopilotReport(
             started_in=started, ended_in=started, stopped="not_engaged", cleared=False, macros=0,
-            frames=0, reason="the game is in neither dialog nor puzzle", steps=[],
+            frames=0, reason="the game is in none of title, dialog and puzzle", steps=[],
         )  # fmt: skip
     switch = PolicySwitch(enter_after, leave_after, mode=started)
     executor = MacroExecutor(emulator)
@@ -99,11 +100,11 @@ def run_autopilot(
             stop, reason = "refused", f"{refusals} macros refused in a row: {result.reason}"
             break
         situation, frames = _settle(emulator, switch, frames)
-        if situation.state.mode != "world":
+        if situation.state.mode not in ("world", "title"):
             stop, reason = "game_over", f"the game left play ({situation.state.mode})"
             break
         if switch.mode == "policy":
-            stop, reason = "cleared", "the game left dialog and puzzle"
+            stop, reason = "cleared", "the game left title, dialog and puzzle"
             break
     return AutopilotReport(
         started_in=started, ended_in=switch.mode, stopped=stop, cleared=stop == "cleared",

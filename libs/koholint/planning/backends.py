@@ -26,7 +26,14 @@ from koholint.llm.client import (
     RetryPolicy,
     RouteSettings,
 )
-from koholint.planning.macros import AdvanceDialog, Choose, Direction, Macro, PushBlock
+from koholint.planning.macros import (
+    AdvanceDialog,
+    Choose,
+    Direction,
+    Macro,
+    PushBlock,
+    StartGame,
+)
 from koholint.planning.memory import MemoryReport, SessionMemory
 from koholint.planning.puzzle import (
     find_tiles,
@@ -35,7 +42,7 @@ from koholint.planning.puzzle import (
     solve,
 )
 from koholint.planning.switch import Mode, classify
-from koholint.planning.view import is_dialog_state, is_puzzle_state
+from koholint.planning.view import is_dialog_state, is_puzzle_state, is_title_state
 from koholint.schemas.planner import Situation
 
 SHOP_PRICE = 10
@@ -93,7 +100,16 @@ class Backend(Protocol):
 
 
 def mode_of(situation: Situation) -> Mode:
-    return classify(is_dialog_state(situation), is_puzzle_state(situation))
+    return classify(
+        is_dialog_state(situation), is_puzzle_state(situation), is_title_state(situation)
+    )
+
+
+def start_the_game(decision: Decision) -> None:
+    """The menus before play are fixed; every backend answers them with the same macro,
+    no model asked."""
+    decision.macro = StartGame()
+    decision.reason = "the title screen: start the game"
 
 
 def link_cell(situation: Situation) -> tuple[int, int]:
@@ -141,7 +157,9 @@ class RulesBackend:
         started = time.perf_counter()
         mode = mode_of(situation)
         decision = Decision(mode=mode, macro=None, reason="", backend=self.name)
-        if mode == "dialog":
+        if mode == "title":
+            start_the_game(decision)
+        elif mode == "dialog":
             dialog = situation.state.dialog
             if dialog.choice_shown:
                 option = 0 if situation.state.rupees >= SHOP_PRICE else 1
@@ -241,7 +259,9 @@ class LlmBackend:
         if frame_png is not None and self.vision and "vision" in self.client.routes:
             decision.vision = self._vision(frame_png, seed)
         try:
-            if mode == "dialog":
+            if mode == "title":
+                start_the_game(decision)
+            elif mode == "dialog":
                 self._dialog(situation, memory, seed, decision)
             elif mode == "puzzle":
                 self._puzzle(situation, memory, seed, decision)

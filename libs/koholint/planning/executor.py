@@ -20,7 +20,7 @@ from koholint.game.navigation import (
     steer,
     tile_center,
 )
-from koholint.game.ram import DialogState, MotionState
+from koholint.game.ram import DialogState, GameplayType, MotionState
 from koholint.game.tiles import WALKABLE, Metatile
 from koholint.planning.macros import (
     ITEM_IDS,
@@ -31,6 +31,7 @@ from koholint.planning.macros import (
     MacroResult,
     MoveTo,
     PushBlock,
+    StartGame,
     UseItem,
 )
 from koholint.planning.puzzle import find_tiles, push_problem, tile_name
@@ -39,6 +40,8 @@ from koholint.planning.view import View, read_view
 # Link walks 1 px a frame: hold a direction at most this many frames between reads.
 MAX_WALK_CHUNK = 8
 DIALOG_MACROS = ("ADVANCE_DIALOG", "CHOOSE")
+# Frames between START presses on the title: a menu that missed one press sees the next.
+START_PRESS_GAP = 8
 
 
 class _OutOfFrames(Exception):
@@ -67,6 +70,7 @@ class MacroExecutor:
             AdvanceDialog: self._advance_dialog,
             Choose: self._choose,
             Interact: self._interact,
+            StartGame: self._start_game,
         }
         self._left, self._used = macro.timeout_frames, 0
         try:
@@ -82,8 +86,12 @@ class MacroExecutor:
     def refusal(self, macro: Macro, view: View) -> str | None:
         """Why `macro` cannot start from `view`, or None. Nothing has been pressed yet."""
         self._last_wait_reason = ""
+        if isinstance(macro, StartGame):
+            if view.raw.gameplay_type == GameplayType.CREDITS:
+                return "the game is over (credits)"
+            return "the game is already in play" if view.in_play else None
         if not view.in_world:
-            return "the game is not in play (title screen or credits)"
+            return "the game is not in play (title screen or credits): START_GAME first"
         dialog = view.dialog
         if macro.kind in DIALOG_MACROS:
             if not dialog:
@@ -218,6 +226,22 @@ class MacroExecutor:
             else:
                 self._wait(2, "the dialog did not close")
             view = self._read()
+
+    def _start_game(self, macro: StartGame, view: View) -> tuple[bool, str]:
+        while not view.in_play:
+            if view.raw.gameplay_type not in (GameplayType.TITLE, GameplayType.WORLD):
+                return False, (
+                    f"the game shows gameplay type {view.raw.gameplay_type:#04x}, not the title: "
+                    "LA DX's file select (0x02) and name entry (0x03) have no steps here yet "
+                    "(docs/environment.md, From power-on)"
+                )
+            if view.in_world:  # a fade into the first room: let it finish
+                self._wait(1, "the first room did not take input")
+            else:
+                self._tap(Button.START)
+                self._wait(START_PRESS_GAP, "the title screen did not take START")
+            view = self._read()
+        return True, "in play"
 
     def _choose(self, macro: Choose, view: View) -> tuple[bool, str]:
         while view.raw.selection != macro.option:

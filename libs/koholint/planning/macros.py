@@ -75,8 +75,18 @@ class Interact(_Macro):
     timeout_frames: int = _timeout(60)  # type: ignore[assignment]
 
 
+class StartGame(_Macro):
+    """From power-on to play: press START until the game is in the world and interactive
+    (this cartridge: the title screen; LA DX: also its file select and name entry,
+    docs/environment.md)."""
+
+    kind: Literal["START_GAME"] = "START_GAME"
+    timeout_frames: int = _timeout(1200)  # type: ignore[assignment]
+
+
 Macro = Annotated[
-    MoveTo | PushBlock | UseItem | AdvanceDialog | Choose | Interact, Field(discriminator="kind")
+    MoveTo | PushBlock | UseItem | AdvanceDialog | Choose | Interact | StartGame,
+    Field(discriminator="kind"),
 ]
 
 

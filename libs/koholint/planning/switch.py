@@ -1,6 +1,6 @@
 """The policy switch: when the planner takes over from the learned policy, with hysteresis.
 
-Each observation is classified (dialog beats puzzle). The switch enters a mode after
+Each observation is classified (title beats dialog beats puzzle). The switch enters a mode after
 ``enter_after`` consecutive observations of it and leaves after ``leave_after`` consecutive
 observations without it, so a one-frame flicker (a dialog box closing and reopening, a
 transition frame) neither hands control over nor takes it back.
@@ -11,10 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-Mode = Literal["policy", "dialog", "puzzle"]
+Mode = Literal["policy", "dialog", "puzzle", "title"]
 
 
-def classify(dialog: bool, puzzle: bool) -> Mode:
+def classify(dialog: bool, puzzle: bool, title: bool = False) -> Mode:
+    """Who should be in control of what is on screen: the title screen (and on LA DX the
+    menus before play) beats a dialog, which beats the puzzle."""
+    if title:
+        return "title"
     if dialog:
         return "dialog"
     return "puzzle" if puzzle else "policy"

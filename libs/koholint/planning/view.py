@@ -16,6 +16,7 @@ from koholint.game.ram import (
     ROOM_HEIGHT,
     ROOM_OBJECTS_STRIDE,
     ROOM_WIDTH,
+    GAMEPLAY_SUBTYPE_INTERACTIVE,
     GameplayType,
     RamAddress,
     RoomFlag,
@@ -88,6 +89,11 @@ class View:
         return bool(self.raw.gameplay_type == GameplayType.WORLD)
 
     @property
+    def in_play(self) -> bool:
+        """In the world and taking input (not a map fade or a menu)."""
+        return self.in_world and self.raw.gameplay_subtype == GAMEPLAY_SUBTYPE_INTERACTIVE
+
+    @property
     def dialog(self) -> int:
         return int(self.raw.dialog) & ~DIALOG_BOX_AT_BOTTOM & 0xFF
 
@@ -100,6 +106,10 @@ class View:
 def read_view(emulator: Emulator) -> View:
     memory = MemorySnapshot(emulator)
     return View(raw=RawState(memory), tiles=room_tiles(memory), memory=memory)
+
+
+def is_title_state(situation: Situation) -> bool:
+    return situation.state.mode == "title"
 
 
 def is_dialog_state(situation: Situation) -> bool:

@@ -76,7 +76,7 @@ class PlannerDecision(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    mode: str = Field(max_length=32, description="dialog or puzzle")
+    mode: str = Field(max_length=32, description="title, dialog or puzzle")
     backend: str = Field(max_length=64, description="who decided (rules, llm, ...)")
     macro: str | None = Field(max_length=32, description="the macro's kind; null: no decision")
     reason: str = Field(max_length=500, description="the backend's reason")

@@ -1,9 +1,9 @@
 """Hybrid control: the learned policy plays until the switch fires, then the planner does.
 
-``PlannerControlWrapper`` watches every step (dialog and puzzle predicates, with the
-switch's hysteresis). When the planner takes over, it decides and executes macros on the
+``PlannerControlWrapper`` watches every step (title screen, dialog and puzzle predicates,
+with the switch's hysteresis). When the planner takes over, it decides and executes macros on the
 env's own emulator (the backend decides in-process, or over HTTP with ``PlannerClient``)
-until the game leaves dialog/puzzle or the budget ends, and the policy sees one aggregated
+until the game leaves title/dialog/puzzle or the budget ends, and the policy sees one aggregated
 transition: the step's reward plus the reward of everything the macros did.
 """
 
@@ -15,6 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.zelda import ZeldaEnv
+from koholint.game.ram import GameplayType
 from koholint.planning.autopilot import AutopilotReport, Budget, run_autopilot
 from koholint.planning.backends import Backend
 from koholint.planning.memory import SessionMemory
@@ -71,6 +72,8 @@ class PlannerControlWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     def _observe(self) -> str:
         zelda: ZeldaEnv = self.env.unwrapped  # type: ignore[assignment]
         raw = zelda.raw_state
+        if raw.gameplay_type == GameplayType.TITLE:
+            return self.switch.observe(classify(False, False, title=True))
         dialog = dialog_open(raw.dialog)
         puzzle = not dialog and puzzle_unsolved(room_tiles(zelda.gameboy.memory), raw.room_status)
         return self.switch.observe(classify(dialog, puzzle))

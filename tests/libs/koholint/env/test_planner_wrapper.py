@@ -12,7 +12,7 @@ from koholint.planning.backends import RulesBackend
 from koholint.planning.view import read_view
 
 
-def make(start: str, **options: int) -> PlannerControlWrapper:
+def make(start: str | None, **options: int) -> PlannerControlWrapper:
     env = ZeldaEnv(start_state=start, sticky_action_probability=0.0, cartridge_seed=0)
     return PlannerControlWrapper(env, RulesBackend(), **options)
 
@@ -44,6 +44,21 @@ def test_dialog_takeover_rewards_the_purchase() -> None:
     assert info["planner"]["stopped"] == "cleared"
     assert info["reward_components"]["item"] == 1.0  # the heart container, bought by CHOOSE
     assert float(reward) > 0
+
+
+def test_the_planner_starts_the_game_from_power_on() -> None:
+    env = make(None, enter_after=2)  # power-on: the title screen, which the policy never saw
+    env.reset(seed=0)
+    _, _, _, _, first = env.step(Action.NOOP)
+    assert "planner" not in first
+    _, _, terminated, _, info = env.step(Action.NOOP)
+    assert info["planner"]["started_in"] == "title"
+    assert info["planner"]["stopped"] == "cleared"
+    assert [d["macro"] for d in info["planner"]["decisions"]] == ["START_GAME"]
+    assert read_view(env.unwrapped.gameboy).in_play
+    assert not terminated
+    _, _, _, _, after = env.step(Action.NOOP)
+    assert "planner" not in after
 
 
 def test_policy_steps_pass_through() -> None:

@@ -11,7 +11,7 @@ from koholint.llm.client import LlmClient, RetryPolicy, RouteSettings
 from koholint.planning.autopilot import Budget, run_autopilot
 from koholint.planning.backends import LlmBackend, RulesBackend
 from koholint.planning.executor import MacroExecutor
-from koholint.planning.macros import AdvanceDialog, Choose, Interact, PushBlock
+from koholint.planning.macros import AdvanceDialog, Choose, Interact, PushBlock, StartGame
 from koholint.planning.memory import SessionMemory
 from koholint.planning.view import read_view
 from koholint.schemas.planner import Situation
@@ -77,6 +77,22 @@ def test_autopilot_not_engaged_outside_dialog_and_puzzle(gameboy: GameBoy) -> No
     report = run_autopilot(gameboy, RulesBackend(), SessionMemory())
     assert report.stopped == "not_engaged"
     assert report.frames == 0
+
+
+def test_every_backend_starts_the_game_from_power_on(
+    gameboy: GameBoy, scripted_llm: ScriptedLlm
+) -> None:
+    title = read_view(gameboy).situation()  # a new GameBoy is at power-on
+    for backend in (RulesBackend(), llm_backend(scripted_llm)):
+        decision = backend.decide(title, SessionMemory())
+        assert decision.mode == "title"
+        assert decision.macro == StartGame()
+    assert scripted_llm.requests == []  # the menus are fixed: no model is asked
+    report = run_autopilot(gameboy, RulesBackend(), SessionMemory())
+    assert report.started_in == "title"
+    assert report.stopped == "cleared", report.reason
+    assert [step.decision.macro for step in report.steps] == [StartGame()]
+    assert read_view(gameboy).in_play
 
 
 def test_autopilot_budget(gameboy: GameBoy) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from koholint.game.emulator import GameBoy
+from koholint.game.emulator import Button, GameBoy
 from koholint.game.ram import RamAddress, RoomFlag
 from koholint.game.tiles import Metatile
 from koholint.planning.executor import MacroExecutor
@@ -14,6 +14,7 @@ from koholint.planning.macros import (
     Interact,
     MoveTo,
     PushBlock,
+    StartGame,
     UseItem,
 )
 from koholint.planning.view import read_view
@@ -128,3 +129,41 @@ def test_timeouts_cut_long_macros(gameboy: GameBoy) -> None:
     assert not result.ok
     assert result.frames == 10
     assert "timed out" in result.reason
+
+
+def test_start_game_leaves_the_title_from_power_on(gameboy: GameBoy) -> None:
+    assert not read_view(gameboy).in_world  # power-on: the boot ROM, then the title screen
+    executor = MacroExecutor(gameboy)
+    assert executor.execute(MoveTo(x=2, y=2)).reason.endswith("START_GAME first")
+    result = executor.execute(StartGame())
+    assert result.ok, result
+    assert read_view(gameboy).in_play
+    assert 0 < result.frames < 1200
+    again = executor.execute(StartGame())
+    assert again.refused
+    assert again.reason == "the game is already in play"
+
+
+def test_start_game_times_out_when_start_is_ignored(gameboy: GameBoy) -> None:
+    class NoStart:  # a controller whose START is broken: the title never leaves
+        def __init__(self, inner: GameBoy) -> None:
+            self.inner = inner
+
+        def hold(self, buttons: int) -> None:
+            self.inner.hold(buttons & ~Button.START)
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inner, name)
+
+    result = MacroExecutor(NoStart(gameboy)).execute(StartGame(timeout_frames=100))  # type: ignore[arg-type]
+    assert not result.ok
+    assert result.frames == 100
+    assert "did not take START" in result.reason
+
+
+def test_start_game_stops_on_menus_it_has_no_steps_for(gameboy: GameBoy) -> None:
+    gameboy.memory[RamAddress.GAMEPLAY_TYPE] = 0x02  # LA DX's file select
+    result = MacroExecutor(gameboy).execute(StartGame())
+    assert not result.ok
+    assert "0x02" in result.reason
+    assert result.frames == 0

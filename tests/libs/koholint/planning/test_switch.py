@@ -101,5 +101,6 @@ def test_classify_and_bad_settings() -> None:
     assert classify(True, True) == "dialog"
     assert classify(False, True) == "puzzle"
     assert classify(False, False) == "policy"
+    assert classify(True, True, title=True) == "title"
     with pytest.raises(ValueError, match=">= 1"):
         PolicySwitch(enter_after=0)
