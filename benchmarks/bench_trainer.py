@@ -22,7 +22,8 @@ steps/s, the ratio to SB3 (DummyVecEnv) with as many envs, to PufferLib's best b
 to the all-cores ceiling.
 ``--feature-costs`` prints only the CPU time per env step of each feature on a runner's 4 envs
 stepped in this process. ``--runner-ab`` measures only every feature with the trainer's
-``LeanEnvRunner`` and with RLlib's ``SingleAgentEnvRunner``, alternated. ``--rounds N``
+``LeanEnvRunner`` and with RLlib's ``SingleAgentEnvRunner``, alternated; ``--learner-ab``
+plain PPO and every feature with ``LeanPPOTorchLearner`` and RLlib's ``PPOTorchLearner``. ``--rounds N``
 measures every row N times, the rows interleaved (on a shared machine a burst of load then
 falls on several rows, not on one), and keeps each row's best.
 """
@@ -240,6 +241,33 @@ def runner_ab(steps: int, rounds: int) -> None:
         algorithm.lean_sampling_settings = lean
 
 
+def learner_ab(steps: int, rounds: int) -> None:
+    """Plain PPO and every feature (2 runners x 4 envs) with the trainer's LeanPPOTorchLearner,
+    then with RLlib's PPOTorchLearner (the sampling path and module unchanged), alternated
+    for `rounds`; each run prints where its iterations went."""
+    from ray.rllib.algorithms.ppo.torch.ppo_torch_learner import PPOTorchLearner
+
+    from trainer.ppo.rllib import algorithm
+
+    lean = algorithm.learner_settings
+
+    def rllib_learner(config: Any) -> dict[str, Any]:
+        return {**lean(config), "learner_class": PPOTorchLearner}
+
+    try:
+        for round_number in range(rounds):
+            for label, features in (("plain PPO", PLAIN), ("every feature", {})):
+                algorithm.learner_settings = lean
+                mine = training(steps, **shape(8, 2), **features)
+                algorithm.learner_settings = rllib_learner
+                theirs = training(steps, **shape(8, 2), **features)
+                print(f"round {round_number + 1}, {label}: LeanPPOTorchLearner {mine:,.0f}, "
+                      f"PPOTorchLearner {theirs:,.0f} env steps/s: {mine / theirs:.2f}",
+                      flush=True)  # fmt: skip
+    finally:
+        algorithm.learner_settings = lean
+
+
 def feature_costs(steps: int) -> None:
     """CPU time of the sampling thread per env step: the trainer's wrappers on a runner's 4
     envs, stepped in this process with random actions (no RLlib, no Ray: a local archive)."""
@@ -377,6 +405,8 @@ def main() -> None:
     )
     parser.add_argument("--runner-ab", action="store_true",
                         help="only every feature with LeanEnvRunner vs RLlib's runner, per round")  # fmt: skip
+    parser.add_argument("--learner-ab", action="store_true",
+                        help="only plain PPO and every feature with the lean learner vs RLlib's")  # fmt: skip
     args = parser.parse_args()
     steps = args.steps
     if args.feature_costs:
@@ -384,6 +414,9 @@ def main() -> None:
         return
     if args.runner_ab:
         runner_ab(steps, args.rounds)
+        return
+    if args.learner_ab:
+        learner_ab(steps, args.rounds)
         return
     if args.cluster:  # one cluster row, in a fresh process (see cluster_row)
         with local_cluster(args.cluster) as address:

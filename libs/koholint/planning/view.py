@@ -13,10 +13,10 @@ from typing import Any
 from koholint.game.emulator import Emulator
 from koholint.game.ram import (
     DIALOG_BOX_AT_BOTTOM,
+    GAMEPLAY_SUBTYPE_INTERACTIVE,
     ROOM_HEIGHT,
     ROOM_OBJECTS_STRIDE,
     ROOM_WIDTH,
-    GAMEPLAY_SUBTYPE_INTERACTIVE,
     GameplayType,
     RamAddress,
     RoomFlag,

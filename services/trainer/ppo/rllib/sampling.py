@@ -4,8 +4,8 @@ RLlib's default env-to-module and module-to-env connector pipelines are general 
 spaces, time ranks, multi-agent mapping, action clipping); for one flat Box observation and
 one Discrete action they cost more per step than the emulator. These two connectors do the
 same work for that case, and ``LeanPPOModule`` skips the train/eval toggling that the
-default module does around every inference call (our MLPs have no dropout or batch norm,
-so the mode changes nothing). The learner's pipeline (GAE, batching) stays RLlib's own.
+default module does around every inference call and training minibatch (our MLPs have no
+dropout or batch norm, so the mode changes nothing). The learner's pipeline (GAE, batching) stays RLlib's own.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import torch
 from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import DefaultPPOTorchRLModule
 from ray.rllib.connectors.connector_v2 import ConnectorV2
 from ray.rllib.core.columns import Columns
+from ray.rllib.core.rl_module.rl_module import RLModule
 
 
 class LatestObservationsToTensor(ConnectorV2):
@@ -63,6 +64,14 @@ class LeanPPOModule(DefaultPPOTorchRLModule):
     the policy's logits computed in numpy from the module's own parameters when it is a
     plain MLP (Linear, Tanh, ReLU): for a runner's few observations, nine nested torch
     modules cost more than the arithmetic. Training (``forward_train``) stays torch's."""
+
+    def forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+        # RLlib's sets train mode on all 24 submodules before every minibatch; nothing here
+        # leaves it (inference does not toggle), so set it only when it is not on.
+        if not self.training:
+            self.train()
+        result: dict[str, Any] = RLModule.forward_train(self, batch, **kwargs)
+        return result
 
     def forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return self._policy_logits(batch, **kwargs)

@@ -23,12 +23,15 @@ def local_ray() -> Iterator[None]:
     ray.shutdown()
 
 
-def cartpole_ppo(fragment: int, **training: Any) -> Any:
-    """PPO on CartPole, sampled and learned in this process (seed 0)."""
+def cartpole_ppo(fragment: int, module_class: Any = None, **training: Any) -> Any:
+    """PPO on CartPole, sampled and learned in this process (seed 0); RLlib's default module
+    unless `module_class`."""
     from ray.rllib.algorithms.ppo import PPOConfig
+    from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
     return (
         PPOConfig()
+        .rl_module(rl_module_spec=RLModuleSpec(module_class=module_class))
         .environment("CartPole-v1")
         .env_runners(num_env_runners=0, rollout_fragment_length=fragment)
         .learners(num_learners=0)
