@@ -55,33 +55,51 @@ def export_policy(
     env_steps: int | None = None,
 ) -> Path:
     """Write the policy file of the checkpoint folder `checkpoint` into `out`."""
-    layers = actor_layers(_module_state(checkpoint))
-    inputs, outputs = layers[0][0].shape[1], layers[-1][0].shape[0]
-    if (inputs, outputs) != (OBSERVATION_SIZE, len(Action)):
-        raise ExportError(
-            f"checkpoint {checkpoint}: its policy takes {inputs} observations and gives {outputs} "
-            f"actions; {ENV_ID} has {OBSERVATION_SIZE} and {len(Action)}: it was trained on "
-            "another env config; retrain it on this env (koholint train)"
-        )
+    state = _module_state(checkpoint)
     config = dict(config) if config is not None else trained_config(checkpoint)
-    env = {key: value for key, value in config["env"].items() if key != "rom"}
     if env_steps is None:
         curve = _run_state(checkpoint).get("curve") or [{}]
         env_steps = curve[-1].get("env_steps")
+    return policy_from_state(state, out, config, env_steps, where=f"checkpoint {checkpoint}",
+                             checkpoint_name=checkpoint.name)  # fmt: skip
+
+
+def policy_from_state(
+    state: Mapping[str, Any],
+    out: Path,
+    config: Mapping[str, Any],
+    env_steps: int | None,
+    *,
+    where: str,
+    checkpoint_name: str = "",
+    extra_source: Mapping[str, Any] | None = None,
+) -> Path:
+    """Write the policy file of a module state (`where` names it in errors) into `out`, with
+    the run's settings `config` and `extra_source` in its metadata."""
+    layers = actor_layers(state)
+    inputs, outputs = layers[0][0].shape[1], layers[-1][0].shape[0]
+    if (inputs, outputs) != (OBSERVATION_SIZE, len(Action)):
+        raise ExportError(
+            f"{where}: its policy takes {inputs} observations and gives {outputs} "
+            f"actions; {ENV_ID} has {OBSERVATION_SIZE} and {len(Action)}: it was trained on "
+            "another env config; retrain it on this env (koholint train)"
+        )
+    env = {key: value for key, value in config["env"].items() if key != "rom"}
     run = config.get("run", "")
     source = {
         "run": run, "env_steps": env_steps,
-        "checkpoint": f"{run}-step{env_steps:012d}" if run and env_steps is not None else checkpoint.name,
+        "checkpoint": f"{run}-step{env_steps:012d}" if run and env_steps is not None else checkpoint_name,
         "phase": config.get("phase", "train"), "hidden_sizes": config.get("hidden_sizes"),
         "curriculum_trajectory": _nested(config, "curriculum", "trajectory", ""),
         "sil_weight": _nested(config, "sil", "weight", 0.0), "seed": config.get("seed", 0),
+        **(extra_source or {}),
     }  # fmt: skip
     try:
         return write_policy(
             out, layers, env=env, planner=config.get("planner", "off"), source=source
         )
     except PolicyFileError as error:
-        raise ExportError(f"checkpoint {checkpoint}: {error}") from None
+        raise ExportError(f"{where}: {error}") from None
 
 
 def _nested(config: Mapping[str, Any], group: str, name: str, default: Any) -> Any:

@@ -26,6 +26,27 @@ RunState = Literal["starting", "running", "stopping", "finished", "stopped", "fa
 ACTIVE_STATES = ("starting", "running", "stopping")
 
 
+MAX_EVALUATIONS_KEPT = 64
+
+
+class PolicyEvaluation(BaseModel):
+    """One evaluation during a run: the policy played on its own (trainer's evaluation.*)."""
+
+    env_steps: int = Field(ge=0)
+    """the training phase's env steps when it was played"""
+    total_env_steps: int = Field(ge=0)
+    """phase 1's env steps (phase both) plus the training phase's: the run's whole budget"""
+    start: str = Field(max_length=64)
+    """where the episodes started (power_on or a named state)"""
+    episodes: int = Field(ge=1)
+    wins: int = Field(ge=0)
+    win_rate: float = Field(ge=0, le=1)
+    interval: tuple[float, float]
+    """the win rate's 95% Wilson interval"""
+    seconds: float = Field(ge=0)
+    """wall time of the evaluation (training waits meanwhile)"""
+
+
 class RunStatus(BaseModel):
     """A run's live status (``GET /v1/runs/{run}``)."""
 
@@ -78,6 +99,11 @@ class RunStatus(BaseModel):
     """the reward-model version the envs shape their new episodes with (null: none yet)"""
     shaped_steps: dict[str, int] = Field(default_factory=dict)
     """env steps shaped by each reward-model version, counted since the run (re)started"""
+    phase_one_env_steps: int = 0
+    """phase both: the env steps phase 1 took to its first win (env_steps counts phase 2's)"""
+    evaluations: list[PolicyEvaluation] = Field(default_factory=list,
+                                                max_length=MAX_EVALUATIONS_KEPT)  # fmt: skip
+    """the evaluations so far (the last 64), oldest first"""
 
     @field_serializer("error")
     def _error_without_traceback(self, error: str | None) -> str | None:

@@ -105,6 +105,25 @@ class RewardModelShaping(_Group):
     extrinsic reward's scale)"""
 
 
+class Evaluation(_Group):
+    """The policy played on its own every so often during training, from where a player
+    starts; the run can stop itself when it wins often enough (trainer/ppo/evaluation.py)."""
+
+    every_env_steps: JsonInt = Field(0, ge=0, le=MAX_ENV_STEPS)
+    """play the policy after the first iteration past each multiple of this (0 = never)"""
+    episodes: JsonInt = Field(100, ge=1, le=1000)
+    """episodes per evaluation (seeds 0, 1, ...)"""
+    start: str = Field("power-on", min_length=1, max_length=64)
+    """where they start: power-on (the title screen: needs the planner) or a named state"""
+    sticky: JsonFloat = Field(0.25, ge=0, lt=1)
+    """sticky-action probability while evaluating"""
+    stop_at_win_rate: JsonFloat = Field(0.0, ge=0, le=1)
+    """end the run when an evaluation wins at least this share (0 = never); its policy is
+    kept in the run folder's winning-policy/ with the run's total env steps"""
+    workers: JsonInt = Field(2, ge=1, le=16)
+    """processes playing the episodes (the runners wait meanwhile)"""
+
+
 class TrainConfig(BaseSettings):
     """A training run's settings; `koholint train` and POST /v1/runs take the same fields."""
 
@@ -178,6 +197,8 @@ class TrainConfig(BaseSettings):
     """self-imitation learning"""
     reward: RewardModelShaping = Field(default_factory=RewardModelShaping)
     """the judges' reward model in the reward: a potential or an intrinsic bonus"""
+    evaluation: Evaluation = Field(default_factory=Evaluation)
+    """the policy played on its own during training, and when to stop on its win rate"""
 
     @classmethod
     def settings_customise_sources(
@@ -225,11 +246,36 @@ class TrainConfig(BaseSettings):
                 "`koholint explore` (or phase=explore) wrote; or use phase=both",
                 "curriculum.trajectory",
             )
+        self._check_evaluation()
         if self.train_batch_size < self.minibatch_size:
             raise TrainConfigError(
                 f"train_batch_size={self.train_batch_size} is smaller than minibatch_size="
                 f"{self.minibatch_size}: raise train_batch_size or lower minibatch_size",
                 "train_batch_size",
+            )
+
+
+    def _check_evaluation(self) -> None:
+        from koholint.game.states import STATE_NAMES
+
+        evaluation = self.evaluation
+        if evaluation.stop_at_win_rate and not evaluation.every_env_steps:
+            raise TrainConfigError(
+                "evaluation.stop_at_win_rate needs evaluation.every_env_steps: the run stops "
+                "on an evaluation's win rate; set how often to evaluate (e.g. 500000)",
+                "evaluation.stop_at_win_rate",
+            )
+        power_on = evaluation.start in ("power-on", "power_on")
+        if not power_on and evaluation.start not in STATE_NAMES:
+            raise TrainConfigError(
+                f"evaluation.start={evaluation.start!r}: choose power-on (where a player "
+                f"starts) or a named state ({', '.join(STATE_NAMES)})", "evaluation.start",
+            )  # fmt: skip
+        if evaluation.every_env_steps and power_on and self.planner == "off":
+            raise TrainConfigError(
+                "evaluation.start=power-on with planner=off: the title screen is the "
+                "planner's (START_GAME); set planner=rules or evaluate from start_of_play",
+                "evaluation.start",
             )
 
 

@@ -167,6 +167,7 @@ def run_phase_one(
     )
     status.state = "running"
     result = explore(settings, progress)
+    status.env_steps = result.env_steps  # the last progress report may predate the end
     progress_summary = {"won": result.won, "env_steps": result.env_steps, "cells": result.cells,
                         "milestones": result.milestones, "seconds": round(result.seconds, 1)}  # fmt: skip
     (run_dir / "explore.json").write_text(json.dumps(progress_summary, indent=1))

@@ -4,6 +4,8 @@ or is stopped.
 Between iterations a new reward-model version reaches the envs; after each, the run's
 status and learning curve are brought up to date from RLlib's result and the run's actors,
 and every ``checkpoint_every_iterations``-th iteration is checkpointed, as is the last.
+When an evaluation is due (evaluation.py) the policy is played on its own; one that wins
+often enough ends the run.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from trainer.ppo.actors import RunActors
 from trainer.ppo.checkpoints import Checkpoints
 from trainer.ppo.config import TrainConfig
 from trainer.ppo.curve import LearningCurve
+from trainer.ppo.evaluation import PolicyEvaluator
 from trainer.ppo.shaping import ShapingDriver
 
 OnIteration = Callable[[RunStatus], None]
@@ -31,17 +34,26 @@ class IterationLoop:
 
     def __init__(self, algo: Any, config: TrainConfig, status: RunStatus, curve: LearningCurve,
                  actors: RunActors, checkpoints: Checkpoints, shaping: ShapingDriver | None,
-                 resumed_steps: int) -> None:  # fmt: skip
+                 resumed_steps: int, evaluator: PolicyEvaluator | None = None) -> None:  # fmt: skip
         self.algo, self.config, self.status, self.curve = algo, config, status, curve
         self.actors, self.checkpoints, self.shaping = actors, checkpoints, shaping
-        self.resumed_steps = resumed_steps
+        self.resumed_steps, self.evaluator = resumed_steps, evaluator
+        self.won = False
+        """whether an evaluation reached evaluation.stop_at_win_rate (the run ended on it)"""
 
     def run(self, stop: threading.Event, on_iteration: OnIteration | None) -> None:
-        """Iterate until the run's env steps are sampled or `stop` is set; checkpoint last."""
+        """Iterate until the run's env steps are sampled, `stop` is set or an evaluation
+        wins often enough; checkpoint last."""
         started, last_saved = time.perf_counter(), self.status.env_steps
-        while not stop.is_set() and self.status.env_steps < self.config.total_env_steps:
+        evaluating = 0.0  # seconds spent evaluating: the speed is training's
+        while (not stop.is_set() and not self.won
+               and self.status.env_steps < self.config.total_env_steps):  # fmt: skip
             self._iterate()
-            self._measure_speed(time.perf_counter() - started)
+            self._measure_speed(time.perf_counter() - started - evaluating)
+            if self.evaluator and self.evaluator.due(self.status.env_steps):
+                began = time.perf_counter()
+                self.won = self.evaluator.won(self.evaluator.evaluate(self.algo, self.status))
+                evaluating += time.perf_counter() - began
             if self.status.iterations % self.config.checkpoint_every_iterations == 0:
                 self._checkpoint()
                 last_saved = self.status.env_steps

@@ -20,6 +20,7 @@ from trainer.ppo.checkpoints import Checkpoints
 from trainer.ppo.config import TrainConfig, TrainConfigError
 from trainer.ppo.curriculum import run_phase_one
 from trainer.ppo.curve import LearningCurve
+from trainer.ppo.evaluation import PolicyEvaluator
 from trainer.ppo.iterations import IterationLoop, OnIteration
 from trainer.ppo.preflight import Preflight, preflight
 from trainer.ppo.ray_node import ray_for_run
@@ -132,6 +133,7 @@ class TrainingRun:
             )
         curriculum = self.config.curriculum.model_copy(update={"trajectory": str(trajectory)})
         self.config = self.config.model_copy(update={"curriculum": curriculum})
+        self.status.phase_one_env_steps = self.status.env_steps
         self.status.env_steps = 0  # the training phase counts its own steps
         return True
 
@@ -147,8 +149,9 @@ class TrainingRun:
             resumed_steps = checkpoints.restore(algo, checked.resume, self.status, self._curve)
         shaping = self._shaping(checked)
         self.status.state = "running"
+        evaluator = PolicyEvaluator(config, run_dir, self.status.env_steps)
         loop = IterationLoop(algo, config, self.status, self._curve, actors, checkpoints,
-                             shaping, resumed_steps)  # fmt: skip
+                             shaping, resumed_steps, evaluator if evaluator.enabled else None)  # fmt: skip
         loop.run(self._stop, on_iteration)
         algo.stop()
         self._curve.write_png(run_dir / "learning_curve.png")

@@ -71,6 +71,8 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "trajectory": ("a/win.actions", "b/win.actions", "b/win.actions"),
         "swarm_share": ("0.25", "0.5", 0.5),
         "review_share": ("0.25", "0.5", 0.5),
+        "start": ("start_of_play", "last_room", "last_room"),
+        "stop_at_win_rate": ("0.5", "0.25", 0.25),
     }
     if name in special:
         return special[name]
@@ -89,12 +91,20 @@ def test_every_setting_is_covered_and_named_once():
     assert {p.removeprefix("env.") for p in paths if p.startswith("env.")} == set(
         EnvSettings.model_fields
     )
-    for group in ("curriculum", "sil", "reward"):
+    for group in ("curriculum", "sil", "reward", "evaluation"):
         nested = TrainConfig.model_fields[group].annotation
         assert {p for p in paths if p.startswith(group + ".")} == {
             f"{group}.{name}" for name in nested.model_fields
         }
     assert "store_url" not in paths  # a deployment setting, not a run setting
+
+
+# Settings that only work with others set (TrainConfig.check): the environment gives those.
+NEEDS = {
+    "evaluation.every_env_steps": {"KOHOLINT_TRAINER_PLANNER": "rules"},
+    "evaluation.stop_at_win_rate": {"KOHOLINT_TRAINER_PLANNER": "rules",
+                                    "KOHOLINT_TRAINER_EVALUATION__EVERY_ENV_STEPS": "1000"},
+}  # fmt: skip
 
 
 @pytest.mark.parametrize("path", field_paths())
@@ -103,12 +113,13 @@ def test_a_flag_beats_the_environment_for_every_setting(path: str):
     variable = environment_variable(path)
     flag = FLAGS.get(path, "--" + path.replace(".", "-").replace("_", "-"))
     flag_values = from_flag if isinstance(from_flag, list) else [from_flag]
+    needed = NEEDS.get(path, {})
     # The environment alone sets it...
-    by_env = TrainConfig.load({}, {variable: from_env})
-    assert current(by_env, path) != current(TrainConfig.load({}, {}), path)
+    by_env = TrainConfig.load({}, {**needed, variable: from_env})
+    assert current(by_env, path) != current(TrainConfig.load({}, needed), path)
     # ...and the flag wins over it.
     run_flags, _ = parse_flags(flag, *flag_values)
-    config = TrainConfig.load(run_flags, {variable: from_env})
+    config = TrainConfig.load(run_flags, {**needed, variable: from_env})
     value = current(config, path)
     if path == "env.reward_weights":
         value = value.win
@@ -223,6 +234,12 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"num_epochs": True}, {}, "num_epochs", "expected a JSON number, got bool"),
         ({"sil": {"weight": False}}, {}, "sil.weight", "expected a JSON number, got bool"),
         ({"sil_weight": 0.1}, {}, "sil_weight", "Extra inputs"),
+        ({"evaluation": {"stop_at_win_rate": 0.9}}, {}, "evaluation.stop_at_win_rate", "needs evaluation.every_env_steps"),
+        ({"evaluation": {"every_env_steps": 1000}}, {}, "evaluation.start", "the title screen is the planner's"),
+        ({"evaluation": {"start": "demo:x.actions@3"}}, {}, "evaluation.start", "choose power-on"),
+        ({"evaluation": {"start": "nowhere"}}, {}, "evaluation.start", "choose power-on"),
+        ({}, {"KOHOLINT_TRAINER_EVALUATION__EPISODES": "0"}, "evaluation.episodes", "KOHOLINT_TRAINER_EVALUATION__EPISODES"),
+        ({"evaluation": {"sticky": 1}}, {}, "evaluation.sticky", "less than 1"),
     ],
 )  # fmt: skip
 def test_impossible_values_are_refused_naming_the_field(overrides, environ, field, message):

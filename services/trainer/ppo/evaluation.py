@@ -1,0 +1,89 @@
+"""Evaluation during training: the policy played on its own, from where a player starts.
+
+After the first iteration past each multiple of ``evaluation.every_env_steps``, the
+learner's policy network is written as the small policy file ``koholint play`` reads
+(``<run_dir>/evaluation/policy``) and played for ``evaluation.episodes`` episodes (seeds
+0, 1, ...) in worker processes, from ``evaluation.start`` (power-on by default) with sticky
+actions and the run's planner (a language-model planner is played with the rules: the same
+switch and macros). The runners wait meanwhile; the evaluation's env steps are not training
+steps and are not counted. When an evaluation wins at least ``evaluation.stop_at_win_rate``
+of its episodes, its policy is kept as ``<run_dir>/winning-policy`` with the run's total env
+steps (phase 1's and the training phase's) in its metadata, and the run stops.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from koholint.baselines.trained import PLAY_PLANNERS, PlaySettings, load_policy, play_policy
+from koholint.schemas.trainer import MAX_EVALUATIONS_KEPT, PolicyEvaluation, RunStatus
+from trainer.policy_export import policy_from_state
+from trainer.ppo.config import TrainConfig
+
+logger = logging.getLogger("trainer.ppo.evaluation")
+MODULE_ID = "default_policy"
+WINNING_POLICY = "winning-policy"
+
+
+class PolicyEvaluator:
+    """Decides when the run's policy is played, plays it, and says whether the run is done."""
+
+    def __init__(self, config: TrainConfig, run_dir: Path, env_steps: int) -> None:
+        self.config, self.settings, self.run_dir = config, config.evaluation, run_dir
+        every = self.settings.every_env_steps
+        self._next = (env_steps // every + 1) * every if every else 0
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.settings.every_env_steps)
+
+    def due(self, env_steps: int) -> bool:
+        return self.enabled and env_steps >= self._next
+
+    def evaluate(self, algo: Any, status: RunStatus) -> PolicyEvaluation:
+        """Play the learner's current policy; the record is appended to `status`."""
+        every = self.settings.every_env_steps
+        self._next = (status.env_steps // every + 1) * every
+        total = status.phase_one_env_steps + status.env_steps
+        folder = self.run_dir / "evaluation" / "policy"
+        state = algo.learner_group.get_weights([MODULE_ID])[MODULE_ID]
+        policy_from_state(
+            state, folder, self.config.model_dump(mode="json"), status.env_steps,
+            where=f"run {self.config.run} at {status.env_steps} env steps",
+            extra_source={"total_env_steps": total,
+                          "phase_one_env_steps": status.phase_one_env_steps},
+        )  # fmt: skip
+        started = time.perf_counter()
+        report = play_policy(load_policy(folder), self.play_settings())
+        record = PolicyEvaluation(
+            env_steps=status.env_steps, total_env_steps=total, start=report.start,
+            episodes=len(report.episodes), wins=report.wins, win_rate=report.win_rate,
+            interval=report.interval(), seconds=round(time.perf_counter() - started, 1),
+        )  # fmt: skip
+        status.evaluations = [*status.evaluations, record][-MAX_EVALUATIONS_KEPT:]
+        logger.info(
+            "evaluation at %d env steps (%d in total): %d of %d won from %s",
+            record.env_steps, total, record.wins, record.episodes, record.start,
+            extra={"event": "evaluation", "win_rate": record.win_rate},
+        )  # fmt: skip
+        if self.won(record):
+            winner = self.run_dir / WINNING_POLICY
+            shutil.rmtree(winner, ignore_errors=True)
+            shutil.copytree(folder, winner)
+        return record
+
+    def won(self, record: PolicyEvaluation) -> bool:
+        """Whether the run has what it trains for and may stop."""
+        goal = self.settings.stop_at_win_rate
+        return bool(goal) and record.win_rate >= goal
+
+    def play_settings(self) -> PlaySettings:
+        planner = self.config.planner if self.config.planner in PLAY_PLANNERS else "rules"
+        return PlaySettings(
+            start=self.settings.start, episodes=self.settings.episodes, seed=0,
+            sticky=self.settings.sticky, planner=planner, workers=self.settings.workers,
+        )  # fmt: skip

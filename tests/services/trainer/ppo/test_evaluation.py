@@ -1,0 +1,128 @@
+"""Evaluation during training: when the policy is played, what is recorded, when a run stops."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from koholint.schemas.trainer import PolicyEvaluation, RunStatus
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
+from trainer.ppo.curve import LearningCurve
+from trainer.ppo.evaluation import WINNING_POLICY, PolicyEvaluator
+from trainer.ppo.iterations import IterationLoop
+from trainer.ppo.run import TrainingRun
+
+from .test_run import TINY
+
+
+def evaluation_config(**evaluation: Any) -> TrainConfig:
+    return TrainConfig.load({"planner": "rules", "evaluation": evaluation}, {})
+
+
+def record(win_rate: float, env_steps: int = 1000) -> PolicyEvaluation:
+    return PolicyEvaluation(env_steps=env_steps, total_env_steps=env_steps, start="power_on",
+                            episodes=10, wins=int(10 * win_rate), win_rate=win_rate,
+                            interval=(0.0, 1.0), seconds=1.0)  # fmt: skip
+
+
+def test_evaluations_fall_after_each_multiple_of_their_period(tmp_path: Path) -> None:
+    evaluator = PolicyEvaluator(evaluation_config(every_env_steps=1000), tmp_path, env_steps=0)
+    assert [evaluator.due(steps) for steps in (0, 999, 1000, 1024)] == [False, False, True, True]
+    resumed = PolicyEvaluator(evaluation_config(every_env_steps=1000), tmp_path, env_steps=2500)
+    assert not resumed.due(2900)  # a resumed run's next evaluation is past where it resumed
+    assert resumed.due(3000)
+    assert not PolicyEvaluator(evaluation_config(), tmp_path, env_steps=0).enabled
+
+
+def test_a_run_stops_only_at_its_goal(tmp_path: Path) -> None:
+    goal = PolicyEvaluator(evaluation_config(every_env_steps=1, stop_at_win_rate=0.9), tmp_path, 0)
+    assert not goal.won(record(0.8))
+    assert goal.won(record(0.9))
+    never = PolicyEvaluator(evaluation_config(every_env_steps=1), tmp_path, 0)
+    assert not never.won(record(1.0))
+
+
+def test_an_llm_planner_is_evaluated_with_the_rules(tmp_path: Path) -> None:
+    config = TrainConfig.load({"planner": "local", "evaluation": {"every_env_steps": 10}}, {})
+    settings = PolicyEvaluator(config, tmp_path, 0).play_settings()
+    assert (settings.planner, settings.start, settings.sticky, settings.episodes) == (
+        "rules", "power-on", 0.25, 100)
+
+
+class _Algo:
+    """Counts env steps as RLlib's result does (the loop's own logic is under test)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def train(self) -> dict[str, Any]:
+        self.steps += 100
+        return {"env_runners": {"num_env_steps_sampled_lifetime": self.steps}}
+
+
+class _Actors:
+    def archive_cells(self) -> int:
+        return 0
+
+    def curriculum_position(self) -> None:
+        return None
+
+
+class _Evaluator:
+    def __init__(self, rates: list[float]) -> None:
+        self.rates, self.played = rates, 0
+
+    def due(self, env_steps: int) -> bool:
+        return env_steps % 200 == 0
+
+    def evaluate(self, algo: Any, status: RunStatus) -> PolicyEvaluation:
+        self.played += 1
+        return record(self.rates[self.played - 1], status.env_steps)
+
+    def won(self, evaluation: PolicyEvaluation) -> bool:
+        return evaluation.win_rate >= 0.9
+
+
+class _Checkpoints:
+    def __init__(self) -> None:
+        self.saved: list[int] = []
+
+    def save(self, algo: Any, status: RunStatus, curve: Any, metrics: Any) -> None:
+        self.saved.append(status.env_steps)
+
+
+def test_the_loop_ends_on_the_first_winning_evaluation_with_a_checkpoint() -> None:
+    config = TrainConfig.load({"total_env_steps": 10_000, "checkpoint_every_iterations": 1000}, {})
+    status, evaluator, checkpoints = RunStatus(run="r"), _Evaluator([0.1, 0.95, 1.0]), _Checkpoints()
+    loop = IterationLoop(_Algo(), config, status, LearningCurve(), _Actors(), checkpoints,  # type: ignore[arg-type]
+                         None, 0, evaluator)  # type: ignore[arg-type]  # fmt: skip
+    loop.run(threading.Event(), None)
+    assert loop.won
+    assert status.env_steps == 400  # evaluated at 200 (0.1) and 400 (0.95): stopped there
+    assert evaluator.played == 2
+    assert checkpoints.saved == [400]
+
+
+@pytest.mark.slow
+def test_a_run_plays_its_policy_from_power_on_and_records_the_total_steps(tmp_path: Path) -> None:
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    settings = {**TINY, "run": "judged", "total_env_steps": 768, "planner": "rules",
+                "export_every_episodes": 0, "archive_restart_every": 0,
+                "evaluation": {"every_env_steps": 256, "episodes": 3, "workers": 1}}  # fmt: skip
+    status = TrainingRun(TrainConfig.load(settings, {}), deployment).run()
+    assert status.state == "finished"
+    assert [e.env_steps for e in status.evaluations] == [256, 512, 768]
+    for evaluation in status.evaluations:
+        assert (evaluation.start, evaluation.episodes) == ("power_on", 3)
+        assert evaluation.total_env_steps == evaluation.env_steps  # phase train: no phase 1
+        assert 0 <= evaluation.win_rate <= evaluation.interval[1]
+    policy = json.loads((tmp_path / "runs/judged/evaluation/policy/policy.json").read_text())
+    assert policy["source"]["total_env_steps"] == 768
+    assert policy["source"]["env_steps"] == 768
+    assert policy["planner"] == "rules"
+    assert not (tmp_path / "runs/judged" / WINNING_POLICY).exists()  # no goal set
