@@ -254,7 +254,6 @@ class TrainConfig(BaseSettings):
                 "train_batch_size",
             )
 
-
     def _check_evaluation(self) -> None:
         from koholint.game.states import STATE_NAMES
 

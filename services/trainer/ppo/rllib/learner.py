@@ -41,7 +41,7 @@ class LeanPPOTorchLearner(PPOTorchLearner):
 
     def build(self) -> None:
         super().build()
-        self._pending_loss_stats: dict[Any, dict[str, torch.Tensor]] = {}
+        self._pending_loss_stats: dict[Any, dict[str, Any]] = {}
         self._off_policyness_logged_for = -1
 
     def configure_optimizers_for_module(self, module_id: Any, config: Any = None) -> None:

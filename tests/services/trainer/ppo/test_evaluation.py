@@ -51,7 +51,11 @@ def test_an_llm_planner_is_evaluated_with_the_rules(tmp_path: Path) -> None:
     config = TrainConfig.load({"planner": "local", "evaluation": {"every_env_steps": 10}}, {})
     settings = PolicyEvaluator(config, tmp_path, 0).play_settings()
     assert (settings.planner, settings.start, settings.sticky, settings.episodes) == (
-        "rules", "power-on", 0.25, 100)
+        "rules",
+        "power-on",
+        0.25,
+        100,
+    )
 
 
 class _Algo:
@@ -98,7 +102,11 @@ class _Checkpoints:
 
 def test_the_loop_ends_on_the_first_winning_evaluation_with_a_checkpoint() -> None:
     config = TrainConfig.load({"total_env_steps": 10_000, "checkpoint_every_iterations": 1000}, {})
-    status, evaluator, checkpoints = RunStatus(run="r"), _Evaluator([0.1, 0.95, 1.0]), _Checkpoints()
+    status, evaluator, checkpoints = (
+        RunStatus(run="r"),
+        _Evaluator([0.1, 0.95, 1.0]),
+        _Checkpoints(),
+    )
     loop = IterationLoop(_Algo(), config, status, LearningCurve(), _Actors(), checkpoints,  # type: ignore[arg-type]
                          None, 0, evaluator)  # type: ignore[arg-type]  # fmt: skip
     loop.run(threading.Event(), None)
