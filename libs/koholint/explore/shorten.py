@@ -26,22 +26,30 @@ class Shortened:
     """full replays it took"""
 
 
-def winner(
-    start_state: str | None = "start_of_play", frame_skip: int = 4, planner: bool = True
-) -> Callable[[bytes], bool]:
-    """A check that `actions` from `start_state` reach the credits at their last action."""
-    env = exploration_env(start_state=start_state, frame_skip=frame_skip, planner=planner,
-                          max_episode_steps=10_000_000)  # fmt: skip
+class WinCheck:
+    """Whether actions from a start reach the credits at their last action; `steps` counts
+    the env steps its replays took (a run's budget includes them)."""
 
-    def wins(actions: bytes) -> bool:
-        env.reset(seed=0)
+    def __init__(self, start_state: str | None, frame_skip: int, planner: bool) -> None:
+        self.env = exploration_env(start_state=start_state, frame_skip=frame_skip,
+                                   planner=planner, max_episode_steps=10_000_000)  # fmt: skip
+        self.steps = 0
+
+    def __call__(self, actions: bytes) -> bool:
+        self.env.reset(seed=0)
         for index, action in enumerate(actions, start=1):
-            _, _, terminated, _, _ = env.step(action)
+            self.steps += 1
+            _, _, terminated, _, _ = self.env.step(action)
             if terminated:
                 return index == len(actions)
         return False
 
-    return wins
+
+def winner(
+    start_state: str | None = "start_of_play", frame_skip: int = 4, planner: bool = True
+) -> WinCheck:
+    """A check that `actions` from `start_state` reach the credits at their last action."""
+    return WinCheck(start_state, frame_skip, planner)
 
 
 def run_length(actions: bytes, start: int) -> int:

@@ -120,8 +120,8 @@ class Evaluation(_Group):
     stop_at_win_rate: JsonFloat = Field(0.0, ge=0, le=1)
     """end the run when an evaluation wins at least this share (0 = never); its policy is
     kept in the run folder's winning-policy/ with the run's total env steps"""
-    workers: JsonInt = Field(2, ge=1, le=16)
-    """processes playing the episodes (the runners wait meanwhile)"""
+    processes: JsonInt = Field(2, ge=1, le=16)
+    """processes playing the episodes side by side (the runners wait meanwhile)"""
 
 
 class TrainConfig(BaseSettings):
@@ -191,6 +191,12 @@ class TrainConfig(BaseSettings):
     curriculum.trajectory, moving earlier as they win; both: explore, then robustify"""
     explore_env_steps: JsonInt = Field(2_000_000, ge=1, le=MAX_ENV_STEPS)
     """phase 1's step budget over its worker processes (one per env runner, at least one)"""
+    explore_prefer_health: StrictBool = True
+    """phase 1 keeps, per cell, the state with the most whole hearts before the fastest one
+    (koholint explore --prefer-health: a demo that does not cross fights at half a heart)"""
+    explore_shorten: StrictBool = True
+    """phase 1's win loses the runs of one action it did not need before phase 2 learns it
+    (koholint explore --shorten; its replays count in the run's total env steps)"""
     curriculum: Curriculum = Field(default_factory=Curriculum)
     """robustify: how the start moves along the winning trajectory"""
     sil: SelfImitation = Field(default_factory=SelfImitation)

@@ -162,18 +162,35 @@ def run_phase_one(
             on_iteration(status)
 
     workers = max(1, config.num_env_runners)
-    settings = ExploreConfig(
-        seed=config.seed, workers=workers, max_env_steps=config.explore_env_steps
-    )
+    settings = ExploreConfig(seed=config.seed, workers=workers, max_env_steps=config.explore_env_steps,
+                             prefer_health=config.explore_prefer_health)  # fmt: skip
     status.state = "running"
     result = explore(settings, progress)
     status.env_steps = result.env_steps  # the last progress report may predate the end
-    progress_summary = {"won": result.won, "env_steps": result.env_steps, "cells": result.cells,
-                        "milestones": result.milestones, "seconds": round(result.seconds, 1)}  # fmt: skip
-    (run_dir / "explore.json").write_text(json.dumps(progress_summary, indent=1))
-    if result.trajectory is None:
-        return None
-    path = run_dir / "win.actions"
-    path.write_bytes(result.trajectory)
-    write_trajectory(result.trajectory, run_dir / "win.jsonl")
+    summary = {"won": result.won, "env_steps": result.env_steps, "cells": result.cells,
+               "milestones": result.milestones, "seconds": round(result.seconds, 1)}  # fmt: skip
+    path = None
+    if result.trajectory is not None:
+        path = run_dir / "win.actions"
+        path.write_bytes(result.trajectory)
+        write_trajectory(result.trajectory, run_dir / "win.jsonl")
+        if config.explore_shorten:
+            path = _shortened(result.trajectory, settings, run_dir, status, summary)
+    (run_dir / "explore.json").write_text(json.dumps(summary, indent=1))
+    return path
+
+
+def _shortened(trajectory: bytes, settings: Any, run_dir: Path, status: RunStatus,
+               summary: dict[str, Any]) -> Path:  # fmt: skip
+    """The win without the runs of one action it did not need (win-short.actions); its
+    replays' env steps are phase 1's too."""
+    from koholint.explore.shorten import shorten, winner
+
+    check = winner(settings.start_state, settings.frame_skip, settings.planner)
+    short = shorten(trajectory, check).actions
+    status.env_steps += check.steps
+    summary.update(shortened_steps=len(short), shorten_env_steps=check.steps,
+                   total_env_steps=status.env_steps)  # fmt: skip
+    path = run_dir / "win-short.actions"
+    path.write_bytes(short)
     return path

@@ -85,5 +85,5 @@ class PolicyEvaluator:
         planner = self.config.planner if self.config.planner in PLAY_PLANNERS else "rules"
         return PlaySettings(
             start=self.settings.start, episodes=self.settings.episodes, seed=0,
-            sticky=self.settings.sticky, planner=planner, workers=self.settings.workers,
+            sticky=self.settings.sticky, planner=planner, workers=self.settings.processes,
         )  # fmt: skip

@@ -43,3 +43,10 @@ def test_the_committed_shortened_wins_replay_to_the_credits(name: str):
     wins = winner()
     assert wins(actions)
     assert not wins(actions[:-1])  # and not a step earlier
+
+
+def test_a_win_check_counts_the_steps_its_replays_took():
+    wins = winner()
+    assert not wins(bytes([4] * 10))  # ten steps right from start_of_play: no credits
+    assert not wins(bytes([1] * 5))
+    assert wins.steps == 15  # what shortening adds to a run's env steps

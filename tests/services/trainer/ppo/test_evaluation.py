@@ -121,7 +121,7 @@ def test_a_run_plays_its_policy_from_power_on_and_records_the_total_steps(tmp_pa
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
     settings = {**TINY, "run": "judged", "total_env_steps": 768, "planner": "rules",
                 "export_every_episodes": 0, "archive_restart_every": 0,
-                "evaluation": {"every_env_steps": 256, "episodes": 3, "workers": 1}}  # fmt: skip
+                "evaluation": {"every_env_steps": 256, "episodes": 3, "processes": 1}}  # fmt: skip
     status = TrainingRun(TrainConfig.load(settings, {}), deployment).run()
     assert status.state == "finished"
     assert [e.env_steps for e in status.evaluations] == [256, 512, 768]
