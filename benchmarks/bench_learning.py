@@ -80,6 +80,12 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
         **ROBUSTIFY,
         "curriculum": {**ROBUSTIFY["curriculum"], "swarm_share": 0.25},
     },
+    # + the demonstration cloned into the policy before PPO (warm_start.py): every segment
+    # of the route taught at once, before the curriculum teaches them one after another
+    "robustify+clone": {
+        **ROBUSTIFY,
+        "curriculum": {**ROBUSTIFY["curriculum"], "clone_epochs": 400},
+    },
 }
 WINDOW = 100
 

@@ -72,6 +72,9 @@ class Curriculum(CurriculumSettings):
     """the winning actions, one byte each (win.actions from koholint explore)"""
     end_on_death: StrictBool = True
     """an episode ends when Link passes out (he respawns outside the dungeon)"""
+    clone_epochs: JsonInt = Field(0, ge=0, le=10_000)
+    """behaviour cloning of the trajectory into the policy before PPO: passes over its steps
+    (0 = off; trainer/ppo/rllib/warm_start.py)"""
 
 
 class SelfImitation(_Group):

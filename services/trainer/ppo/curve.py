@@ -22,6 +22,9 @@ class LearningCurve:
             "env_steps": status.env_steps, "rooms": status.rooms_mean or 0.0,
             "cells": status.cells_mean or 0.0, "archive_cells": status.archive_cells,
             **{f"reached_{name}": share for name, share in status.reached_last.items()},
+            # robustify: where episodes start on the demonstration (lower is further along)
+            **({"start_step": status.curriculum["start_step"]}
+               if "start_step" in status.curriculum else {}),
         })  # fmt: skip
 
     def resume(self, points: list[dict[str, float]], step: int) -> None:

@@ -25,6 +25,7 @@ from trainer.ppo.iterations import IterationLoop, OnIteration
 from trainer.ppo.preflight import Preflight, preflight
 from trainer.ppo.ray_node import ray_for_run
 from trainer.ppo.rllib.algorithm import build_algorithm
+from trainer.ppo.rllib.warm_start import clone_demonstration
 from trainer.ppo.shaping import ShapingDriver
 
 logger = logging.getLogger("trainer.ppo.run")
@@ -147,6 +148,8 @@ class TrainingRun:
         resumed_steps = 0
         if checked.resume is not None:
             resumed_steps = checkpoints.restore(algo, checked.resume, self.status, self._curve)
+        elif config.phase in ("robustify", "both"):
+            clone_demonstration(algo, config, run_dir)
         shaping = self._shaping(checked)
         self.status.state = "running"
         evaluator = PolicyEvaluator(config, run_dir, self.status.env_steps)

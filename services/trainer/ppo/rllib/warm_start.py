@@ -1,0 +1,94 @@
+"""Behaviour cloning of the demonstration as the policy's warm start, before PPO.
+
+Robustification starts its episodes near the demonstration's end and moves the start back
+as the policy wins (``koholint.explore.curriculum``): it learns the route one segment after
+another. Cloning the demonstration first teaches every segment at once: the policy network
+(the actor encoder and the pi head; the value network is left alone) is fitted to the
+demonstration's actions on its own observations, replayed as SIL replays it
+(``koholint.explore.demo``), with cross-entropy and Adam for ``curriculum.clone_epochs``
+passes of minibatches. The runners then get the cloned weights before the first sample.
+The accuracy before and after (the share of demo steps whose most likely action is the
+demonstration's) is written to the run folder's ``warm_start.json``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from ray.rllib.core.columns import Columns
+
+from trainer.ppo.config import TrainConfig
+
+logger = logging.getLogger("trainer.ppo.warm_start")
+MODULE_ID = "default_policy"
+CLONE_LEARNING_RATE = 1e-3  # Adam's usual step: the demonstration is a few thousand steps
+CLONE_MINIBATCH = 256
+POLICY_PREFIXES = ("encoder.actor_encoder.", "pi.")
+
+
+def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[str, Any] | None:
+    """Fit the learner's policy to the curriculum's trajectory and send it to the runners;
+    what it did (None when cloning is off or there is no trajectory)."""
+    from koholint.env.zelda import EnvConfig
+    from koholint.explore.demo import demo_transitions
+
+    epochs = config.curriculum.clone_epochs
+    if not epochs or not config.curriculum.trajectory:
+        return None
+    actions = Path(config.curriculum.trajectory).read_bytes()
+    demo = demo_transitions(actions, EnvConfig.parse(config.env.model_dump()))
+    fit = functools.partial(
+        _clone, observations=demo.observations, actions=demo.actions, epochs=epochs,
+        seed=config.seed,
+    )  # fmt: skip
+    report: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][0]
+    algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
+                                       inference_only=True, timeout_seconds=60.0)  # fmt: skip
+    report = {"demo_steps": len(demo.actions), "epochs": epochs, **report}
+    (run_dir / "warm_start.json").write_text(json.dumps(report, indent=1) + "\n")
+    logger.info("cloned the demonstration: accuracy %.3f -> %.3f", report["accuracy_before"],
+                report["accuracy_after"], extra={"event": "warm_start"})  # fmt: skip
+    return report
+
+
+def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epochs: int,
+           seed: int) -> dict[str, float]:  # fmt: skip
+    """On a learner: cross-entropy epochs of the policy network on the demonstration."""
+    module = learner.module[MODULE_ID].unwrapped()
+    parameters = [parameter for name, parameter in module.named_parameters()
+                  if name.startswith(POLICY_PREFIXES)]  # fmt: skip
+    optimizer = torch.optim.Adam(parameters, lr=CLONE_LEARNING_RATE)
+    inputs, targets = torch.from_numpy(observations), torch.from_numpy(actions)
+    generator = torch.Generator().manual_seed(seed)
+    before = _accuracy(module, inputs, targets)
+    loss = torch.tensor(0.0)
+    for _ in range(epochs):
+        order = torch.randperm(len(targets), generator=generator)
+        for start in range(0, len(order), CLONE_MINIBATCH):
+            chosen = order[start : start + CLONE_MINIBATCH]
+            logits = _logits(module, inputs[chosen])
+            loss = torch.nn.functional.cross_entropy(logits, targets[chosen])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+    return {"accuracy_before": before, "accuracy_after": _accuracy(module, inputs, targets),
+            "final_loss": float(loss.detach())}  # fmt: skip
+
+
+def _logits(module: Any, observations: torch.Tensor) -> torch.Tensor:
+    logits: torch.Tensor = module.forward_train({Columns.OBS: observations})[
+        Columns.ACTION_DIST_INPUTS
+    ]
+    return logits
+
+
+def _accuracy(module: Any, observations: torch.Tensor, actions: torch.Tensor) -> float:
+    with torch.no_grad():
+        chosen = _logits(module, observations).argmax(dim=-1)
+    return float((chosen == actions).float().mean())

@@ -1,0 +1,75 @@
+"""Behaviour cloning of the demonstration before PPO, and the recipe from a late start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+
+import gymnasium as gym
+import pytest
+from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+from ray.rllib.core.rl_module.rl_module import RLModuleSpec
+
+from koholint.env.zelda import EnvConfig
+from koholint.explore.demo import demo_transitions
+from trainer.config import Deployment
+from trainer.ppo.config import TrainConfig
+from trainer.ppo.rllib.sampling import LeanPPOModule
+from trainer.ppo.rllib.warm_start import MODULE_ID, _clone
+from trainer.ppo.run import TrainingRun
+
+WIN = Path(__file__).parents[5] / "benchmarks" / "results" / "win"
+TRAJECTORY = WIN / "explore-seed0-short.actions"
+
+
+def policy_module() -> LeanPPOModule:
+    spec = RLModuleSpec(
+        module_class=LeanPPOModule,
+        observation_space=gym.spaces.Box(-1.0, 1.0, (128,)),
+        action_space=gym.spaces.Discrete(9),
+        model_config=DefaultModelConfig(fcnet_hiddens=[64, 64], fcnet_activation="tanh"),
+    )
+    module: LeanPPOModule = spec.build()
+    return module
+
+
+def test_cloning_fits_the_policy_to_the_demonstration_and_leaves_the_value_alone():
+    demo = demo_transitions(TRAJECTORY.read_bytes(), EnvConfig.parse({}))
+    module = policy_module()
+    values_before = {name: p.detach().clone() for name, p in module.named_parameters()
+                     if name.startswith(("encoder.critic_encoder.", "vf."))}  # fmt: skip
+    learner = SimpleNamespace(module={MODULE_ID: module})
+    report = _clone(learner, observations=demo.observations, actions=demo.actions, epochs=100,
+                    seed=0)  # fmt: skip
+    assert report["accuracy_before"] < 0.3  # an untrained policy: about one action in nine
+    assert report["accuracy_after"] > 0.45  # 100 passes; 400 reach ~0.75 (BENCHMARKS.md)
+    for name, parameter in module.named_parameters():
+        if name in values_before:
+            assert parameter.detach().equal(values_before[name]), name
+
+
+@pytest.mark.slow
+def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_power_on(
+    tmp_path: Path,
+):
+    """A short robustify run on the last steps of a committed win: the policy is cloned from
+    the demonstration first, the start moves, and the policy is played from power-on."""
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    settings = {
+        "run": "recipe", "phase": "robustify", "planner": "rules", "total_env_steps": 1024,
+        "curriculum": {"trajectory": str(TRAJECTORY), "clone_epochs": 20},
+        "num_env_runners": 0, "envs_per_env_runner": 1, "train_batch_size": 256,
+        "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128,
+        "export_every_episodes": 0, "curiosity_weight": 0.0, "checkpoint_every_iterations": 4,
+        "evaluation": {"every_env_steps": 512, "episodes": 2, "processes": 1},
+    }  # fmt: skip
+    status = TrainingRun(TrainConfig.load(settings, {}), deployment).run()
+    assert status.state == "finished"
+    cloned = json.loads((tmp_path / "runs/recipe/warm_start.json").read_text())
+    assert cloned["demo_steps"] == len(TRAJECTORY.read_bytes())
+    assert cloned["accuracy_after"] > cloned["accuracy_before"]
+    assert status.curriculum["moves"] >= 1  # random play wins there about half the time
+    assert status.curriculum["start_step"] < 728  # the last demo state of the 730-step win
+    assert [e.start for e in status.evaluations] == ["power_on", "power_on"]
+    assert [e.env_steps for e in status.evaluations] == [512, 1024]
