@@ -125,14 +125,27 @@ def stderr_to(path: Path) -> Iterator[None]:
 
 
 def _progress(total: int) -> Any:
+    shown = [-1]  # the env steps of the last evaluation printed (the status keeps the last 64)
+
     def progress(status: Any) -> None:
         done = min(status.env_steps / total, 1.0)
         bar = "#" * int(done * 30)
         print(f"\r[{bar:<30}] {status.env_steps:>8}/{total} steps  {status.steps_per_second:6.0f}/s  "
               f"rooms {status.rooms_mean or 0:4.1f}  cells {status.cells_mean or 0:5.1f}  archive {status.archive_cells}"
               f"{_phase_progress(status)}", end="", flush=True)  # fmt: skip
+        for evaluation in status.evaluations:  # under the bar, each on a line of its own
+            if evaluation.env_steps > shown[0]:
+                print(f"\n{_evaluation_line(evaluation)}", flush=True)
+                shown[0] = evaluation.env_steps
 
     return progress
+
+
+def _evaluation_line(evaluation: Any) -> str:
+    low, high = evaluation.interval
+    return (f"evaluation at {evaluation.env_steps} steps ({evaluation.total_env_steps} in all): "
+            f"{evaluation.wins} of {evaluation.episodes} won from {evaluation.start}, "
+            f"{evaluation.win_rate:.2f} ({low:.2f}-{high:.2f})")  # fmt: skip
 
 
 def _phase_progress(status: Any) -> str:
@@ -158,6 +171,8 @@ def _summary(status: Any, run_dir: str) -> None:
     print(f"  return {shown(status.episode_return_mean)}  rooms {shown(status.rooms_mean)}  "
           f"cells {shown(status.cells_mean)}  win rate {shown(status.win_rate)}  "
           f"archive cells {status.archive_cells}  checkpoints {status.checkpoints}")  # fmt: skip
+    if status.evaluations:
+        print(f"  last {_evaluation_line(status.evaluations[-1])}")
     print(f"  learning curve: {Path(run_dir).resolve() / status.run / 'learning_curve.png'}")
 
 

@@ -2,7 +2,8 @@
 
 After the first iteration past each multiple of ``evaluation.every_env_steps``, the
 learner's policy network is written as the small policy file ``koholint play`` reads
-(``<run_dir>/evaluation/policy``) and played for ``evaluation.episodes`` episodes (seeds
+(``<run_dir>/evaluation/policy``; each result is appended to ``evaluations.jsonl`` beside
+it and to the run status) and played for ``evaluation.episodes`` episodes (seeds
 0, 1, ...) in worker processes, from ``evaluation.start`` (power-on by default) with sticky
 actions and the run's planner (a language-model planner is played with the rules: the same
 switch and macros). The runners wait meanwhile; the evaluation's env steps are not training
@@ -65,6 +66,8 @@ class PolicyEvaluator:
             interval=report.interval(), seconds=round(time.perf_counter() - started, 1),
         )  # fmt: skip
         status.evaluations = [*status.evaluations, record][-MAX_EVALUATIONS_KEPT:]
+        with (self.run_dir / "evaluation" / "evaluations.jsonl").open("a") as log:
+            log.write(record.model_dump_json() + "\n")
         logger.info(
             "evaluation at %d env steps (%d in total): %d of %d won from %s",
             record.env_steps, total, record.wins, record.episodes, record.start,

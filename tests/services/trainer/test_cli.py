@@ -3,6 +3,7 @@ progress bar, and nothing left behind (no ~/.ray, no ~/ray_results, no Ray proce
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -62,12 +63,19 @@ def test_train_prints_only_its_own_output_and_leaves_nothing_behind(tmp_path: Pa
     result = train(
         tmp_path, "--run", "cli", "--steps", "512", "--workers", "1", "--envs", "1", "--batch", "256",
         "--minibatch", "64", "--num-epochs", "1", "--episode-length", "128", "--export-every-episodes", "0",
-        timeout=300,
+        "--planner", "rules", "--evaluation-every-env-steps", "256", "--evaluation-episodes", "2",
+        "--evaluation-processes", "1", timeout=300,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     assert result.stdout.startswith("\r[")  # the progress bar comes first
     assert "run cli: finished after" in result.stdout
+    for steps in (256, 512):  # each evaluation on a line of its own, and in the run folder
+        assert f"\nevaluation at {steps} steps ({steps} in all): " in result.stdout
+    assert "won from power_on" in result.stdout
+    assert "  last evaluation at 512 steps" in result.stdout
+    logged = (tmp_path / "runs/cli/evaluation/evaluations.jsonl").read_text().splitlines()
+    assert [json.loads(line)["env_steps"] for line in logged] == [256, 512]
     assert "learning curve:" in result.stdout
     home = tmp_path / "home"
     assert not (home / ".ray").exists()
