@@ -63,7 +63,7 @@ class PolicyEvaluator:
         record = PolicyEvaluation(
             env_steps=status.env_steps, total_env_steps=total, start=report.start,
             episodes=len(report.episodes), wins=report.wins, win_rate=report.win_rate,
-            interval=report.interval(), seconds=round(time.perf_counter() - started, 1),
+            interval=_rounded(report.interval()), seconds=round(time.perf_counter() - started, 1),
         )  # fmt: skip
         status.evaluations = [*status.evaluations, record][-MAX_EVALUATIONS_KEPT:]
         with (self.run_dir / "evaluation" / "evaluations.jsonl").open("a") as log:
@@ -90,3 +90,9 @@ class PolicyEvaluator:
             start=self.settings.start, episodes=self.settings.episodes, seed=0,
             sticky=self.settings.sticky, planner=planner, workers=self.settings.processes,
         )  # fmt: skip
+
+
+def _rounded(interval: tuple[float, float]) -> tuple[float, float]:
+    """The Wilson bounds to 4 places (its 0 comes out of the formula as 3e-18)."""
+    low, high = interval
+    return round(low, 4), round(high, 4)
