@@ -8,6 +8,7 @@ from types import SimpleNamespace
 
 import gymnasium as gym
 import pytest
+import torch
 from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
 from ray.rllib.core.rl_module.rl_module import RLModuleSpec
 
@@ -36,14 +37,16 @@ def policy_module() -> LeanPPOModule:
 
 def test_cloning_fits_the_policy_to_the_demonstration_and_leaves_the_value_alone():
     demo = demo_transitions(TRAJECTORY.read_bytes(), EnvConfig.parse({}))
+    torch.manual_seed(0)  # the module's initial weights
     module = policy_module()
     values_before = {name: p.detach().clone() for name, p in module.named_parameters()
                      if name.startswith(("encoder.critic_encoder.", "vf."))}  # fmt: skip
     learner = SimpleNamespace(module={MODULE_ID: module})
-    report = _clone(learner, observations=demo.observations, actions=demo.actions, epochs=100,
+    report = _clone(learner, observations=demo.observations, actions=demo.actions, epochs=300,
                     seed=0)  # fmt: skip
-    assert report["accuracy_before"] < 0.3  # an untrained policy: about one action in nine
-    assert report["accuracy_after"] > 0.45  # 100 passes; 400 reach ~0.75 (BENCHMARKS.md)
+    # an untrained policy favours some action (0.05-0.35 of the demo's); 300 passes: ~0.7
+    assert report["accuracy_after"] > 0.6
+    assert report["accuracy_after"] > report["accuracy_before"] + 0.3
     for name, parameter in module.named_parameters():
         if name in values_before:
             assert parameter.detach().equal(values_before[name]), name
