@@ -16,7 +16,7 @@ from koholint.schemas.trainer import (
     CheckpointList,
     CheckpointRecord,
 )
-from koholint.store import ObjectStore, StoreError
+from koholint.store import InvalidKeyError, ObjectStore, StoreError
 from koholint.web.problems import (
     ConflictError,
     NotFoundError,
@@ -111,6 +111,8 @@ class Trainer:
             return str(file)
         try:
             data = self.store.get(name) if self.store.exists(name) else None
+        except InvalidKeyError as error:  # a name the object store cannot hold: the caller's
+            raise _unprocessable(field, f"curriculum.trajectory: {error}") from error
         except StoreError as error:
             raise UnavailableError(f"object store: {error}") from error
         if data is None:

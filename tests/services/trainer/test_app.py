@@ -332,6 +332,17 @@ async def test_unsafe_run_names_are_422_before_anything_is_written(tmp_path: Pat
     assert written_files(tmp_path) == before
 
 
+async def test_a_trajectory_name_no_store_can_hold_is_422_not_503(tmp_path: Path):
+    """'__main__' is a file name but not an object key (keys start with a letter or digit):
+    the caller's mistake, named, not the store's outage (found by schemathesis)."""
+    before = written_files(tmp_path)
+    body = {"run": "robust", "phase": "robustify", "curriculum": {"trajectory": "__main__"}}
+    async with client_of(create_app(settings(tmp_path))) as http:
+        created = await http.post("/v1/runs", json=body)
+    assert "invalid object key" in assert_problem(created, 422, "curriculum.trajectory")["detail"]
+    assert written_files(tmp_path) == before
+
+
 @pytest.mark.parametrize(
     "trajectory", ["/etc/hostname", "../../../../etc/hostname", "runs/../../x", ".secret", "a//b"]
 )
