@@ -20,13 +20,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from ray.rllib.core import DEFAULT_MODULE_ID
+
 from koholint.baselines.trained import PLAY_PLANNERS, PlaySettings, load_policy, play_policy
 from koholint.schemas.trainer import MAX_EVALUATIONS_KEPT, PolicyEvaluation, RunStatus
 from trainer.policy_export import policy_from_state
 from trainer.ppo.config import TrainConfig
 
 logger = logging.getLogger("trainer.ppo.evaluation")
-MODULE_ID = "default_policy"
+MODULE_ID = DEFAULT_MODULE_ID
 WINNING_POLICY = "winning-policy"
 
 

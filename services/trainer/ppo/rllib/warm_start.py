@@ -21,12 +21,13 @@ from typing import Any
 
 import numpy as np
 import torch
+from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 
 from trainer.ppo.config import TrainConfig
 
 logger = logging.getLogger("trainer.ppo.warm_start")
-MODULE_ID = "default_policy"
+MODULE_ID = DEFAULT_MODULE_ID
 CLONE_LEARNING_RATE = 1e-3  # Adam's usual step: the demonstration is a few thousand steps
 CLONE_MINIBATCH = 256
 POLICY_PREFIXES = ("encoder.actor_encoder.", "pi.")
