@@ -86,6 +86,12 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
         **ROBUSTIFY,
         "curriculum": {**ROBUSTIFY["curriculum"], "clone_epochs": 400},
     },
+    # + episodes that fall behind the demonstration's pace end (curriculum.deadlines): the
+    # steps a lost episode burns at the frontier go to new attempts
+    "robustify+clone+deadlines": {
+        **ROBUSTIFY,
+        "curriculum": {**ROBUSTIFY["curriculum"], "clone_epochs": 400, "deadlines": True},
+    },
 }
 WINDOW = 100
 

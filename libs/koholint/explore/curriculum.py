@@ -14,6 +14,14 @@ walks the route again from the end, with the policy it has now: a policy that wa
 route once wins from the beginning only now and then; walking it again with what it learned
 is what makes it robust (BENCHMARKS.md, "Phase 2 in one leg").
 
+Deadlines (``deadlines``): an episode that falls behind the demonstration ends. Each
+milestone of the route (``koholint.env.zelda.MILESTONES``, counted, so their order may
+differ) that the demo reaches after the episode's start must be reached within
+``time_factor`` times the demo's steps to it, plus the slack; a start past the walk's
+stall, say 300 steps before the dungeon's door with 600 to the win, is given up after
+~960 steps instead of ~1,860. Most episodes at the curriculum's frontier fail: the steps
+they burn after they are lost are what a walk of the route costs.
+
 Swarming (the Pokémon Red agent's, and the closest Zelda project's "advancing checkpoint"):
 when any env reaches a progress level higher than any before, its state becomes the swarm
 state, and a share of episodes start there. Review: a share of episodes
@@ -30,14 +38,14 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from koholint.env.zelda import ZeldaEnv, progress_level
+from koholint.env.zelda import ZeldaEnv, milestones, progress_level
 from koholint.game.ram import GameplayType, MotionState
 from koholint.schemas.fields import JsonFloat, JsonInt
 
@@ -49,20 +57,24 @@ _PASS_OUT = int(MotionState.PASS_OUT)
 
 @dataclass(frozen=True)
 class DemoState:
-    """A state of the winning trajectory: `step` actions from the start lead to it."""
+    """A state of the winning trajectory: `step` actions from the start lead to it, and it
+    has reached `milestones` of the route's milestones."""
 
     step: int
     state: bytes
+    milestones: int = 0
 
 
 @dataclass(frozen=True)
 class Start:
     """Where an episode starts: a demo state (`step` >= 0), a swarm state (`step` = -1) or
-    the env's own start (None state); `budget` is the steps it may take."""
+    the env's own start (None state); `budget` is the steps it may take, and `deadlines`
+    (milestones reached, by this many steps) the pace it must keep (settings.deadlines)."""
 
     state: bytes | None
     step: int
     budget: int
+    deadlines: tuple[tuple[int, int], ...] = ()
 
 
 class CurriculumSource(Protocol):
@@ -102,6 +114,9 @@ class CurriculumSettings(BaseModel):
     start (the route already learned, practised again so it is not forgotten)"""
     time_factor: JsonFloat = Field(2.0, gt=0, le=100)
     """an episode from demo step s may take this times (length - s), plus 64, steps"""
+    deadlines: StrictBool = False
+    """an episode ends when it falls behind: each milestone the demo reaches at step t after
+    the start s must be reached within time_factor * (t - s) + 64 steps"""
 
 
 class LocalCurriculum:
@@ -143,6 +158,7 @@ class LocalCurriculum:
         self._swarm: tuple[int, bytes] | None = None
         self.moves: list[int] = []
         """the demo step of every start the curriculum moved to, in order"""
+        self._first_with = _first_steps_with(self.demo) if settings.deadlines else {}
 
     @property
     def start_step(self) -> int:
@@ -156,15 +172,26 @@ class LocalCurriculum:
         # demo states after the current start (demo state 0 is the env's own start)
         learned = max(self.position + 1, 1)
         if learned < len(self.demo) and rng.random() < self.review_share:
-            review = self.demo[int(rng.integers(learned, len(self.demo)))]
-            return Start(review.state, review.step, self._budget(review.step))
+            return self._start_at(self.demo[int(rng.integers(learned, len(self.demo)))])
         if self.position < 0:
-            return Start(None, 0, self.max_episode_steps)
-        step = self.demo[self.position].step
-        return Start(self.demo[self.position].state, step, self._budget(step))
+            return replace(self._start_at(self.demo[0]), state=None,
+                           budget=self.max_episode_steps)  # fmt: skip
+        return self._start_at(self.demo[self.position])
 
-    def _budget(self, step: int) -> int:
-        wanted = int(self.time_factor * (self.demo_length - step)) + self.slack
+    def _start_at(self, demo: DemoState) -> Start:
+        budget = self._budget(demo.step)
+        deadlines = tuple(
+            (count, by)
+            for count, first in sorted(self._first_with.items())
+            if count > demo.milestones and (by := self._budget(first, demo.step)) < budget
+        )
+        return Start(demo.state, demo.step, budget, deadlines)
+
+    def _budget(self, step: int, since: int | None = None) -> int:
+        """Steps an episode from `since` may take to the demo's step `step` (to the win when
+        `since` is None: `step` is then the start)."""
+        start, until = (step, self.demo_length) if since is None else (since, step)
+        wanted = int(self.time_factor * (until - start)) + self.slack
         return min(wanted, self.max_episode_steps)
 
     def report(self, step: int, won: bool) -> None:
@@ -225,6 +252,15 @@ class LocalCurriculum:
         return self._swarm[0] if self._swarm is not None else -1
 
 
+def _first_steps_with(demo: Sequence[DemoState]) -> dict[int, int]:
+    """For each count of milestones the demo reaches, the first demo step that has it."""
+    firsts: dict[int, int] = {}
+    for state in demo:
+        for count in range(1, state.milestones + 1):
+            firsts.setdefault(count, state.step)
+    return firsts
+
+
 class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     """Starts each episode where the curriculum says, truncates it after the start's step
     budget, reports wins back, and offers states of a new best progress level to the swarm.
@@ -253,6 +289,7 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self.end_on_death = end_on_death
         self._start = Start(None, 0, 1)
         self._steps = 0
+        self._deadlines: list[tuple[int, int]] = []
         self._swarm_level = -1
 
     def reset(
@@ -266,9 +303,17 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
             options["start_state"] = self._start.state
         observation, info = self.env.reset(seed=seed, options=options)
         self._steps = 0
+        self._deadlines = list(self._start.deadlines)
         self._swarm_level = self.source.swarm_level()
         info["curriculum"] = {"start_step": self._start.step, "swarm_level": self._swarm_level}
         return observation, info
+
+    def _behind(self, zelda: ZeldaEnv) -> bool:
+        """Whether a due deadline is missed (the ones met are dropped)."""
+        reached = milestone_count(zelda)
+        while self._deadlines and self._deadlines[0][0] <= reached:
+            self._deadlines.pop(0)
+        return bool(self._deadlines) and self._steps >= self._deadlines[0][1]
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
@@ -283,11 +328,18 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
                 self._swarm_level = self.source.swarm_level()
         if not terminated and self._steps >= self._start.budget:
             truncated = True
+        if self._deadlines and self._steps >= self._deadlines[0][1] and not terminated:
+            truncated = truncated or self._behind(zelda)
         if self.end_on_death and not terminated and raw.motion == _PASS_OUT:
             truncated = True
         if terminated or truncated:
             self.source.report(self._start.step, bool(terminated) and raw.gameplay_type == _CREDITS)
         return observation, reward, terminated, truncated, info
+
+
+def milestone_count(zelda: ZeldaEnv) -> int:
+    """How many of the route's milestones the game in `zelda` has reached."""
+    return sum(milestones(zelda.gameboy.memory, zelda.raw_state).values())
 
 
 def demo_states(
@@ -307,11 +359,11 @@ def demo_states(
             "sticky_action_probability=0 and latch_steps=1 (phase 1 explored without them)"
         )
     env.reset(seed=seed)
-    states = [DemoState(0, zelda.gameboy.save_state())]
+    states = [DemoState(0, zelda.gameboy.save_state(), milestone_count(zelda))]
     for index, action in enumerate(trajectory[:-1], start=1):
         _, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             raise ValueError(f"the trajectory ended the episode at step {index}, before its end")
         if index % every == 0 and not zelda.raw_state.transition:
-            states.append(DemoState(index, zelda.gameboy.save_state()))
+            states.append(DemoState(index, zelda.gameboy.save_state(), milestone_count(zelda)))
     return states

@@ -17,6 +17,7 @@ from koholint.explore.curriculum import (
     LocalCurriculum,
     demo_states,
 )
+from koholint.explore.runner import exploration_env
 from koholint.explore.trajectory import winning_demo
 from koholint.game.ram import GameplayType, MotionState, RamAddress
 
@@ -146,6 +147,56 @@ def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
     restored = curriculum_over(DEMO, 40, threshold=1.0, window=2, passes=2)
     restored.restore(saved)
     assert (restored.start_step, restored.pass_number) == (32, 2)
+
+
+def test_deadlines_hold_an_episode_to_the_demos_pace():
+    demo = [DemoState(step, f"state-{step}".encode(), count)
+            for step, count in ((0, 0), (8, 0), (16, 1), (24, 1), (32, 2))]  # fmt: skip
+    paced = curriculum_over(demo, 40, slack=2, deadlines=True, review_share=0.5)
+    start = paced.start(seed=0)
+    assert (start.step, start.deadlines) == (32, ())  # no milestone left before the win
+    for _ in range(20 * 3):  # walk the route back: 32 -> 24 -> 16 -> 8
+        if paced.start_step > 8:
+            paced.report(paced.start_step, True)
+    from_eight = next(s for s in map(paced.start, range(50)) if s.step == 8)
+    # the first puzzle-like milestone at 16, the second at 32: twice the demo's steps + 2
+    assert from_eight.deadlines == ((1, 2 * (16 - 8) + 2), (2, 2 * (32 - 8) + 2))
+    assert from_eight.budget == 2 * (40 - 8) + 2
+    review = next(s for s in map(paced.start, range(50)) if s.step == 24)
+    assert review.deadlines == ((2, 2 * (32 - 24) + 2),)
+    unpaced = curriculum_over(demo, 40, slack=2)
+    assert unpaced.start(seed=0).deadlines == ()
+
+
+def _walk_with_deadlines(actions: bytes, deadlines: bool) -> tuple[int, LocalCurriculum]:
+    """From start_of_play on a demo of seed 0's first 120 winning steps (a milestone, the
+    puzzle, at ~83), play `actions` then NOOPs until the episode ends; its length."""
+    trajectory = (WIN_DIRECTORY / "explore-seed0-short.actions").read_bytes()[:120]
+    demo = winning_demo(trajectory, every=8)
+    assert demo[0].milestones == 0 < demo[-1].milestones
+    curriculum = curriculum_over(demo, len(trajectory), window=1, threshold=1.0, slack=2,
+                                 deadlines=deadlines)  # fmt: skip
+    curriculum.restore({"demo_states": len(demo), "demo_length": len(trajectory), "position": 0})
+    # the env phase 1 played in (the rules planner solves the puzzle), as the trainer's is
+    env = CurriculumWrapper(exploration_env(start_state="start_of_play"), curriculum)
+    env.reset(seed=0)
+    steps, ended = 0, False
+    while not ended:
+        action = actions[steps] if steps < len(actions) else Action.NOOP
+        _, _, terminated, truncated, _ = env.step(action)
+        steps, ended = steps + 1, terminated or truncated
+    env.close()
+    return steps, curriculum
+
+
+def test_an_episode_behind_the_demo_ends_at_its_deadline_and_one_on_pace_plays_on():
+    trajectory = (WIN_DIRECTORY / "explore-seed0-short.actions").read_bytes()[:120]
+    first = next(s.step for s in winning_demo(trajectory, every=8) if s.milestones)
+    idle, curriculum = _walk_with_deadlines(b"", deadlines=True)
+    assert idle == 2 * first + 2  # standing still: ended when the puzzle was due
+    assert curriculum.success_rate() == 0.0  # reported, lost
+    assert _walk_with_deadlines(b"", deadlines=False)[0] == 2 * 120 + 2  # to the budget
+    assert _walk_with_deadlines(trajectory, deadlines=True)[0] == 2 * 120 + 2  # on pace
 
 
 @pytest.mark.parametrize(

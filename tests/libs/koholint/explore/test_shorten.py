@@ -45,6 +45,30 @@ def test_the_committed_shortened_wins_replay_to_the_credits(name: str):
     assert not wins(actions[:-1])  # and not a step earlier
 
 
+@pytest.mark.slow
+def test_checks_from_the_kept_prefix_shorten_as_full_replays_do_in_fewer_steps():
+    actions = (WIN / "explore-seed0.actions").read_bytes()
+    full = winner()
+    expected = shorten(actions, full.full)  # a plain callable: every check from the start
+    prefixed = winner()
+    result = shorten(actions, prefixed)
+    assert result == expected
+    assert prefixed.steps < 0.7 * full.steps
+    assert full.full(result.actions)
+
+
+def test_a_check_replays_from_its_base_only_what_begins_with_it():
+    wins = winner()
+    wins.rebase(bytes([4] * 40))  # right from start_of_play: at rest, so a base is saved
+    assert not wins(bytes([4] * 40 + [1] * 5))
+    rebased = wins.steps
+    assert rebased - 40 <= 5 + 24  # the base is at most BASE_EVERY + 8 short of the prefix
+    assert not wins(bytes([1] * 5))  # another beginning: from the start
+    assert wins.steps == rebased + 5
+    with pytest.raises(ValueError, match="reaches the credits"):
+        winner().rebase((WIN / "explore-seed0-short.actions").read_bytes())
+
+
 def test_a_win_check_counts_the_steps_its_replays_took():
     wins = winner()
     assert not wins(bytes([4] * 10))  # ten steps right from start_of_play: no credits
