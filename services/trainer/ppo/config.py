@@ -51,6 +51,18 @@ MAX_ENV_STEPS = 10**10
 LayerWidth = Annotated[int, Field(ge=1, le=4096), BeforeValidator(number_not_text)]
 TRAIN_ENV_DEFAULTS: dict[str, Any] = {"sticky_action_probability": 0.25, "max_episode_steps": 1024}
 """Where the trainer's game differs from the env's own defaults (under what a run sets)."""
+PHASE_TWO_RECIPE: dict[str, Any] = {
+    "planner": "rules", "gamma": 0.999, "curiosity_weight": 0.0, "sil": {"weight": 0.1},
+    "env": {"reward_mode": "progress", "max_episode_steps": 2048,
+            "reward_weights": {"new_room": 0.0, "rupee": 0.0, "kill": 0.0}},
+    "curriculum": {"threshold": 0.1, "time_factor": 3.0, "passes": 3, "clone_epochs": 400},
+    "evaluation": {"every_env_steps": 250_000, "stop_at_win_rate": 0.9},
+    "total_env_steps": 5_000_000, "export_every_episodes": 0, "checkpoint_every_iterations": 244,
+}  # fmt: skip
+"""What phase=robustify and phase=both train with where no layer above sets it: the recipe
+BENCHMARKS.md measured ("One command from nothing"): the route's progress alone rewarded,
+SIL 0.1, the demonstration cloned, three walks of the route, evaluated from power-on every
+250k steps until 90% of 100 episodes win, within 5M steps of phase 2."""
 
 
 class TrainConfigError(ValueError):
@@ -191,7 +203,10 @@ class TrainConfig(BaseSettings):
     phase: Literal["train", "explore", "robustify", "both"] = "train"
     """train: PPO as configured; explore: Go-Explore phase 1 only (no policy) until the game is
     won, keeping win.actions in the run folder; robustify: PPO whose episodes start on
-    curriculum.trajectory, moving earlier as they win; both: explore, then robustify"""
+    curriculum.trajectory, moving earlier as they win; both: explore, then robustify.
+    robustify and both start from phase 2's recipe (PHASE_TWO_RECIPE in trainer/ppo/config.py:
+    rules planner, progress reward, SIL 0.1, cloning, evaluations from power-on, 5M steps),
+    under whatever else is set"""
     explore_env_steps: JsonInt = Field(2_000_000, ge=1, le=MAX_ENV_STEPS)
     """phase 1's step budget over its worker processes (one per env runner, at least one)"""
     explore_prefer_health: StrictBool = True
@@ -229,12 +244,16 @@ class TrainConfig(BaseSettings):
         environ: Mapping[str, str] | None = None,
         source: str = "flag",
     ) -> TrainConfig:
-        """Defaults < the environment's KOHOLINT_TRAINER_* (and aliases) < `overrides`;
-        a TrainConfigError names the first bad field and where its value came from."""
+        """Defaults < phase 2's recipe (for phase robustify or both) < the environment's
+        KOHOLINT_TRAINER_* (and aliases) < `overrides`; a TrainConfigError names the first
+        bad field and where its value came from."""
         environ = os.environ if environ is None else environ
         from_environment = TrainerEnvironment(cls, environ)()
+        phase = merged(from_environment, overrides).get("phase")
+        recipe = PHASE_TWO_RECIPE if phase in ("robustify", "both") else {}
         try:
-            config = cls(**merged({"env": TRAIN_ENV_DEFAULTS}, from_environment, overrides))
+            layers = merged({"env": TRAIN_ENV_DEFAULTS}, recipe, from_environment, overrides)
+            config = cls(**layers)
         except ValidationError as error:
             raise config_error(error, environ, source) from None
         config.check()

@@ -180,6 +180,23 @@ def test_env_settings_merge_key_by_key_across_layers():
     assert config.env.sticky_action_probability == 0.25
 
 
+@pytest.mark.parametrize("phase", ["both", "robustify"])
+def test_phase_two_starts_from_its_recipe_under_every_layer(phase: str):
+    trajectory = {"curriculum": {"trajectory": "win.actions"}} if phase == "robustify" else {}
+    config = TrainConfig.load({"phase": phase, **trajectory}, {})
+    assert (config.planner, config.gamma, config.sil.weight) == ("rules", 0.999, 0.1)
+    assert (config.curriculum.clone_epochs, config.curriculum.passes) == (400, 3)
+    assert config.env.reward_weights.new_room == 0.0
+    assert config.env.sticky_action_probability == 0.25  # the trainer's env default stays
+    assert (config.evaluation.every_env_steps, config.total_env_steps) == (250_000, 5_000_000)
+    environment = {"KOHOLINT_TRAINER_GAMMA": "0.99", "KOHOLINT_TRAINER_PHASE": phase}
+    mine = TrainConfig.load({"curriculum": {"passes": 1, **trajectory.get("curriculum", {})}},
+                            environment)  # fmt: skip
+    assert (mine.gamma, mine.curriculum.passes, mine.curriculum.threshold) == (0.99, 1, 0.1)
+    assert TrainConfig.load({"phase": "train"}, environment | {"KOHOLINT_TRAINER_PHASE": "train"}
+                            ).planner == "off"  # fmt: skip
+
+
 def test_the_training_envs_skip_the_structured_state():
     from trainer.config import Deployment
     from trainer.ppo.envs import rllib_env_config
