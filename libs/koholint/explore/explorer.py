@@ -13,7 +13,8 @@ its state and explores at random with action repeats (``koholint.explore.runner`
 the cells the runs found — with the actions that reach them from the start — when they are
 new or better (a higher level, then fewer steps). Workers are processes, one per core; the
 archive lives here, in the parent, and each batch carries the fewest steps known per cell so
-workers save only states worth keeping. The loop stops at the first credits state (or when
+workers save only states worth keeping; their batches are merged in the order they were sent,
+so a seed reproduces whatever the timing (per number of workers). The loop stops at the first credits state (or when
 the step budget is spent), keeping the full action trajectory of the win.
 
 Only the start state (``start_of_play`` or power-on) and states found by the loop are used:
@@ -26,7 +27,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from multiprocessing import get_context
 from multiprocessing.util import Finalize
@@ -265,9 +266,11 @@ class Explorer:
                     future = pool.submit(_run_batch, batch.tasks, self.archive.best_known(),
                                          self.level_spec)  # fmt: skip
                     pending[future] = batch
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    self._merge(pending.pop(future), future.result())
+                # The oldest batch first, whichever finished first: the archive then sees the
+                # same batches in the same order on every run of a seed (a run with 2 workers
+                # reproduces), and the queued batches keep both workers busy meanwhile.
+                oldest = next(iter(pending))
+                self._merge(pending.pop(oldest), oldest.result())
 
     def _next_batch(self) -> _Batch:
         """Draw cells and reserve their steps in the budget (the last run may pass it by less

@@ -110,12 +110,16 @@ def test_the_loop_grows_an_archive_of_replayable_cells():
 
 
 @pytest.mark.slow  # starting two worker processes takes ~10-20 s on a busy 2-core machine
-def test_workers_share_one_archive():
-    result = Explorer(
-        ExploreConfig(seed=2, max_env_steps=2_400, run_steps=50, workers=2, runs_per_batch=4)
-    ).run()
+def test_workers_share_one_archive_and_a_seed_reproduces():
+    config = ExploreConfig(seed=2, max_env_steps=2_400, run_steps=50, workers=2, runs_per_batch=4)
+    result = Explorer(config).run()
     assert 2_000 < result.env_steps <= 2_400
     assert result.cells > 20
+    again = Explorer(config).run()  # batches merged in the order they were sent
+    assert again.archive.cells.keys() == result.archive.cells.keys()
+    assert [again.archive.trajectory(r) for r in again.archive.cells.values()] == [
+        result.archive.trajectory(r) for r in result.archive.cells.values()
+    ]
 
 
 @pytest.mark.parametrize(
