@@ -13,9 +13,10 @@ its state and explores at random with action repeats (``koholint.explore.runner`
 the cells the runs found — with the actions that reach them from the start — when they are
 new or better (a higher level, then fewer steps). Workers are processes, one per core; the
 archive lives here, in the parent, and each batch carries the fewest steps known per cell so
-workers save only states worth keeping; their batches are merged in the order they were sent,
-so a seed reproduces whatever the timing (per number of workers). The loop stops at the first credits state (or when
-the step budget is spent), keeping the full action trajectory of the win.
+workers save only states worth keeping; their batches are merged in the order they were
+sent, so a seed reproduces whatever the timing (per number of workers). The loop stops at
+the first credits state (or when the step budget is spent), keeping the full action
+trajectory of the win.
 
 Only the start state (``start_of_play`` or power-on) and states found by the loop are used:
 no walkthrough, no recorder, no other save state.
