@@ -6,7 +6,14 @@ empty air). As a demonstration they hurt: the policy imitates them where it stan
 and there it stays (seen in the robustified policy: 1,000 steps pressing A against the
 lock hall's wall). ``shorten`` walks the runs of identical actions from the start and
 drops each one — or, failing that, its second half — when the trajectory without it still
-wins when replayed, deterministically, in the env phase 1 explored.
+wins when replayed, deterministically, in the env phase 1 explored. Before that it cuts
+the loops: from a state to the last later state in the same cell (room, 8-pixel tile,
+progress, what Link holds, enemies alive, the block), when the trajectory without the
+detour still wins. Dropping single runs cannot remove a detour (39 steps left, then 34
+right: without either half Link ends elsewhere), and a detour is worse than a pause as a
+demonstration: a policy that sees the same place on the way out and on the way back cannot
+both go on and turn, and stays (seen: a quarter of one robustified policy's episodes
+pushed against the first room's west edge for 2,048 steps, where its demo turned back).
 
 A candidate differs from the trajectory kept so far only from the cursor on, so the check
 replays it from a state saved on the kept prefix (at rest, as phase 1 saves its cells: a
@@ -22,12 +29,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from koholint.env.zelda import ZeldaEnv
-from koholint.explore.cells import restartable
+from koholint.explore.archive import Cell
+from koholint.explore.cells import cell_of, restartable
 from koholint.explore.runner import exploration_env, switch_at_rest
 
 BASE_EVERY = 16
 """the check's base state moves forward in steps of at least this many actions (a save
 costs ~25 ms, about 70 env steps)"""
+LOOP_TILE = 8
+"""pixels per tile of the cells a loop must return to"""
+MIN_LOOP = 8
+"""the fewest steps a loop must have to be tried"""
 
 
 @dataclass(frozen=True)
@@ -61,6 +73,17 @@ class WinCheck:
         """The check replayed from the start, whatever the base."""
         self.env.reset(seed=0)
         return self._plays_to_win(actions)
+
+    def cells(self, actions: bytes) -> list[Cell | None]:
+        """The cell after each action of a replay from the start (None where not at rest:
+        a loop is cut only between states a restored state would play on from)."""
+        self.env.reset(seed=0)
+        cells: list[Cell | None] = []
+        for action in actions:
+            self.steps += 1
+            self.env.step(action)
+            cells.append(cell_of(self.zelda.raw_state, LOOP_TILE)[0] if self._at_rest() else None)
+        return cells
 
     def rebase(self, prefix: bytes) -> None:
         """Move the base state forward along `prefix` (which must begin with the base)."""
@@ -111,12 +134,46 @@ def run_length(actions: bytes, start: int) -> int:
     return len(list(itertools.takewhile(lambda action: action == first, actions[start:])))
 
 
-def shorten(actions: bytes, wins: Callable[[bytes], bool] | None = None) -> Shortened:
-    """`actions` without the runs (or second halves of runs) the win did not need."""
+def without_loops(actions: bytes, check: WinCheck) -> tuple[bytes, int]:
+    """`actions` without the loops the win did not need (the longest from each state, from
+    the start on); the checks it took."""
+    current, checks, cursor = actions, 0, 0
+    cells = check.cells(current)
+    while cursor < len(current):
+        here = cells[cursor - 1] if cursor else None
+        back = _last_return(cells, cursor, here)
+        if back is not None:
+            check.rebase(current[:cursor])
+            candidate = current[:cursor] + current[back:]
+            checks += 1
+            if check(candidate):
+                current, cells = candidate, check.cells(candidate)
+        cursor += 1
+    return current, checks
+
+
+def _last_return(cells: list[Cell | None], cursor: int, here: Cell | None) -> int | None:
+    """The step after the last state in cell `here` at least MIN_LOOP steps after `cursor`."""
+    if here is None:
+        return None
+    for index in range(len(cells) - 1, cursor + MIN_LOOP - 2, -1):
+        if cells[index] == here:
+            return index + 1
+    return None
+
+
+def shorten(
+    actions: bytes, wins: Callable[[bytes], bool] | None = None, *, loops: bool = True
+) -> Shortened:
+    """`actions` without the loops and the runs (or second halves of runs) the win did not
+    need (loops only with a WinCheck: they need the states along the way)."""
     check = wins or winner()
     if not check(actions):
         raise ValueError("the trajectory does not win as given: nothing to shorten")
     current, replays, cursor = actions, 1, 0
+    if loops and isinstance(check, WinCheck):
+        current, loop_checks = without_loops(current, check)
+        replays += loop_checks
     while cursor < len(current):
         if isinstance(check, WinCheck):
             check.rebase(current[:cursor])

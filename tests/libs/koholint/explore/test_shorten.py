@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from koholint.explore.shorten import run_length, shorten, winner
+from koholint.env.zelda import Action
+from koholint.explore.shorten import MIN_LOOP, run_length, shorten, winner, without_loops
 
 WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
 
@@ -51,10 +52,29 @@ def test_checks_from_the_kept_prefix_shorten_as_full_replays_do_in_fewer_steps()
     full = winner()
     expected = shorten(actions, full.full)  # a plain callable: every check from the start
     prefixed = winner()
-    result = shorten(actions, prefixed)
+    result = shorten(actions, prefixed, loops=False)
     assert result == expected
     assert prefixed.steps < 0.7 * full.steps
     assert full.full(result.actions)
+
+
+@pytest.mark.slow
+def test_a_detour_that_comes_back_is_cut_and_the_rest_still_wins():
+    win = (WIN / "explore-seed0-short.actions").read_bytes()
+    detour = bytes([Action.LEFT] * 12 + [Action.RIGHT] * 12)  # out along the village, back
+    check = winner()
+    assert check(detour + win)  # the detour changes nothing the win needs
+    result, checks = without_loops(detour + win, check)
+    assert len(result) <= len(win)  # the detour and the win's own loops are gone
+    assert checks >= 1
+    assert check.full(result)
+    before, after = revisits(check.cells(detour + win)), revisits(check.cells(result))
+    assert after < before  # the loops it could cut are gone (the rest did not win without)
+
+
+def revisits(cells: list) -> int:
+    """States whose cell the trajectory is in again MIN_LOOP or more steps later."""
+    return sum(cell is not None and cell in cells[i + MIN_LOOP :] for i, cell in enumerate(cells))
 
 
 def test_a_check_replays_from_its_base_only_what_begins_with_it():
