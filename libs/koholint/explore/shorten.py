@@ -56,18 +56,25 @@ class WinCheck:
     ``rebase(prefix)`` saves a state after `prefix` (or the last state at rest before it):
     later checks of actions that begin with that prefix replay only what follows it."""
 
-    def __init__(self, start_state: str | None, frame_skip: int, planner: bool) -> None:
+    def __init__(self, start_state: str | None, frame_skip: int, planner: bool,
+                 budget: int | None = None) -> None:  # fmt: skip
         self.env = exploration_env(start_state=start_state, frame_skip=frame_skip,
                                    planner=planner, max_episode_steps=10_000_000)  # fmt: skip
         self.zelda: ZeldaEnv = self.env.unwrapped  # type: ignore[assignment]
         self.planner = planner
         self.steps = 0
+        self.budget = budget
+        """env steps after which shortening stops trying (None: no limit)"""
         self._base = b""
         self._base_state: bytes | None = None
 
     def __call__(self, actions: bytes) -> bool:
         skip = self._reset_for(actions)
         return self._plays_to_win(actions[skip:])
+
+    @property
+    def spent(self) -> bool:
+        return self.budget is not None and self.steps >= self.budget
 
     def full(self, actions: bytes) -> bool:
         """The check replayed from the start, whatever the base."""
@@ -122,10 +129,15 @@ class WinCheck:
 
 
 def winner(
-    start_state: str | None = "start_of_play", frame_skip: int = 4, planner: bool = True
+    start_state: str | None = "start_of_play",
+    frame_skip: int = 4,
+    planner: bool = True,
+    budget: int | None = None,
 ) -> WinCheck:
-    """A check that `actions` from `start_state` reach the credits at their last action."""
-    return WinCheck(start_state, frame_skip, planner)
+    """A check that `actions` from `start_state` reach the credits at their last action;
+    with a `budget`, shortening stops trying once its replays took that many env steps
+    (what it has cut so far still wins)."""
+    return WinCheck(start_state, frame_skip, planner, budget)
 
 
 def run_length(actions: bytes, start: int) -> int:
@@ -139,7 +151,7 @@ def without_loops(actions: bytes, check: WinCheck) -> tuple[bytes, int]:
     the start on); the checks it took."""
     current, checks, cursor = actions, 0, 0
     cells = check.cells(current)
-    while cursor < len(current):
+    while cursor < len(current) and not check.spent:
         here = cells[cursor - 1] if cursor else None
         back = _last_return(cells, cursor, here)
         if back is not None:
@@ -174,9 +186,10 @@ def shorten(
     if loops and isinstance(check, WinCheck):
         current, loop_checks = without_loops(current, check)
         replays += loop_checks
-    while cursor < len(current):
-        if isinstance(check, WinCheck):
-            check.rebase(current[:cursor])
+    bounded = check if isinstance(check, WinCheck) else None
+    while cursor < len(current) and not (bounded and bounded.spent):
+        if bounded:
+            bounded.rebase(current[:cursor])
         length = run_length(current, cursor)
         for drop in (length, length // 2) if length > 1 else (length,):
             keep = length - drop

@@ -213,8 +213,12 @@ class TrainConfig(BaseSettings):
     """phase 1 keeps, per cell, the state with the most whole hearts before the fastest one
     (koholint explore --prefer-health: a demo that does not cross fights at half a heart)"""
     explore_shorten: StrictBool = True
-    """phase 1's win loses the runs of one action it did not need before phase 2 learns it
-    (koholint explore --shorten; its replays count in the run's total env steps)"""
+    """phase 1's win loses the loops and the runs of one action it did not need before
+    phase 2 learns it (koholint explore --shorten; its replays count in the run's total env
+    steps)"""
+    explore_shorten_env_steps: JsonInt = Field(200_000, ge=1, le=MAX_ENV_STEPS)
+    """the shortening stops trying after its replays took this many env steps, keeping what
+    it cut (a 1,716-step win took 517k unbounded)"""
     curriculum: Curriculum = Field(default_factory=Curriculum)
     """robustify: how the start moves along the winning trajectory"""
     sil: SelfImitation = Field(default_factory=SelfImitation)

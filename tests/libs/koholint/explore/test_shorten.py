@@ -77,6 +77,15 @@ def revisits(cells: list) -> int:
     return sum(cell is not None and cell in cells[i + MIN_LOOP :] for i, cell in enumerate(cells))
 
 
+def test_a_budget_stops_the_shortening_with_a_win_in_hand():
+    actions = (WIN / "explore-seed0.actions").read_bytes()
+    check = winner(budget=20_000)
+    result = shorten(actions, check)
+    assert 20_000 <= check.steps < 20_000 + 2 * len(actions) + len(actions)  # + the last check
+    assert len(result.actions) < len(actions)  # what it cut before the budget ran out
+    assert check.full(result.actions)
+
+
 def test_a_check_replays_from_its_base_only_what_begins_with_it():
     wins = winner()
     wins.rebase(bytes([4] * 40))  # right from start_of_play: at rest, so a base is saved

@@ -9,11 +9,14 @@ from pathlib import Path
 import pytest
 
 from koholint.env.zelda import Action
+from koholint.explore import ExploreConfig
+from koholint.explore.shorten import winner
+from koholint.schemas.trainer import RunStatus
 from koholint.store import LocalStore
 from trainer.config import Deployment
 from trainer.ledger import RUN_STATE_FILE, CheckpointLedger
 from trainer.ppo.config import Curriculum, TrainConfig, TrainConfigError
-from trainer.ppo.curriculum import build_curriculum, read_trajectory
+from trainer.ppo.curriculum import _shortened, build_curriculum, read_trajectory
 from trainer.ppo.run import TrainingRun
 
 WIN_DIRECTORY = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
@@ -146,3 +149,15 @@ def test_a_resumed_robustification_goes_on_from_the_checkpoints_start(tmp_path: 
     assert again.state == "finished"
     assert seen[0]["start_step"] == saved_start  # not back at the end
     assert seen[0]["moves"] == len(saved["moves"])
+
+
+def test_phase_ones_win_is_shortened_within_its_budget_and_counted(tmp_path: Path):
+    win = (WIN_DIRECTORY / "explore-seed0.actions").read_bytes()
+    status, summary = RunStatus(run="short", env_steps=391_179), {}
+    path = _shortened(win, ExploreConfig(), 30_000, tmp_path, status, summary)
+    short = path.read_bytes()
+    assert path.name == "win-short.actions" and len(short) < len(win)
+    assert winner().full(short)
+    assert 30_000 <= summary["shorten_env_steps"] < 30_000 + 3 * len(win)  # the budget held
+    assert status.env_steps == summary["total_env_steps"] == 391_179 + summary["shorten_env_steps"]
+    assert summary["shortened_steps"] == len(short)
