@@ -156,7 +156,8 @@ def test_phase_ones_win_is_shortened_within_its_budget_and_counted(tmp_path: Pat
     status, summary = RunStatus(run="short", env_steps=391_179), {}
     path = _shortened(win, ExploreConfig(), 30_000, tmp_path, status, summary)
     short = path.read_bytes()
-    assert path.name == "win-short.actions" and len(short) < len(win)
+    assert path.name == "win-short.actions"
+    assert len(short) < len(win)
     assert winner().full(short)
     assert 30_000 <= summary["shorten_env_steps"] < 30_000 + 3 * len(win)  # the budget held
     assert status.env_steps == summary["total_env_steps"] == 391_179 + summary["shorten_env_steps"]
