@@ -48,16 +48,18 @@ from typing import Any
 import numpy as np
 
 from koholint.env.zelda import MILESTONES, ZeldaEnv
+from trainer.ppo.config import PHASE_TWO_RECIPE
 
 EPISODE = 1024
 ROBUSTIFY: dict[str, Any] = {
-    "phase": "robustify", "planner": "rules", "sil": {"weight": 0.1}, "curiosity_weight": 0.0,
-    "env": {"reward_mode": "progress", "max_episode_steps": 2048,
-            "reward_weights": {"new_room": 0.0, "rupee": 0.0, "kill": 0.0}},
-    "gamma": 0.999,
-    "curriculum": {"threshold": 0.1, "time_factor": 3.0, "passes": 3,
+    # phase 2's recipe (PHASE_TWO_RECIPE in trainer/ppo/config.py) is the layer under these:
+    # its episode length over this script's EPISODE, without its cloning (a row of its own)
+    # and its evaluations (this script plays the checkpoints)
+    "phase": "robustify", "env": {"max_episode_steps": PHASE_TWO_RECIPE["env"]["max_episode_steps"]},
+    "curriculum": {"clone_epochs": 0,
                    "trajectory": "benchmarks/results/win/explore-seed0-health-short.actions"},
-    "checkpoint_every_iterations": 244,
+    "evaluation": {"every_env_steps": 0, "stop_at_win_rate": 0.0},
+    "checkpoint_every_iterations": PHASE_TWO_RECIPE["checkpoint_every_iterations"],
 }  # fmt: skip
 GOAL_WIN_RATE = 0.9
 PPO_CONFIGS: dict[str, dict[str, Any]] = {
