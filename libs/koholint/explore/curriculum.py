@@ -183,14 +183,13 @@ class LocalCurriculum:
         deadlines = tuple(
             (count, by)
             for count, first in sorted(self._first_with.items())
-            if count > demo.milestones and (by := self._budget(first, demo.step)) < budget
+            if count > demo.milestones and (by := self._budget(demo.step, first)) < budget
         )
         return Start(demo.state, demo.step, budget, deadlines)
 
-    def _budget(self, step: int, since: int | None = None) -> int:
-        """Steps an episode from `since` may take to the demo's step `step` (to the win when
-        `since` is None: `step` is then the start)."""
-        start, until = (step, self.demo_length) if since is None else (since, step)
+    def _budget(self, start: int, until: int | None = None) -> int:
+        """Steps an episode from demo step `start` may take to demo step `until` (the win)."""
+        until = self.demo_length if until is None else until
         wanted = int(self.time_factor * (until - start)) + self.slack
         return min(wanted, self.max_episode_steps)
 

@@ -183,13 +183,13 @@ def shorten(
     if not check(actions):
         raise ValueError("the trajectory does not win as given: nothing to shorten")
     current, replays, cursor = actions, 1, 0
-    if loops and isinstance(check, WinCheck):
-        current, loop_checks = without_loops(current, check)
+    states = check if isinstance(check, WinCheck) else None  # prefixes, loops, a budget
+    if loops and states:
+        current, loop_checks = without_loops(current, states)
         replays += loop_checks
-    bounded = check if isinstance(check, WinCheck) else None
-    while cursor < len(current) and not (bounded and bounded.spent):
-        if bounded:
-            bounded.rebase(current[:cursor])
+    while cursor < len(current) and not (states and states.spent):
+        if states:
+            states.rebase(current[:cursor])
         length = run_length(current, cursor)
         for drop in (length, length // 2) if length > 1 else (length,):
             keep = length - drop
@@ -199,7 +199,7 @@ def shorten(
                 current, length = candidate, keep
                 break
         cursor += length
-    if isinstance(check, WinCheck) and not check.full(current):
+    if states and not states.full(current):
         raise RuntimeError(
             "the shortened trajectory does not win replayed from the start: a state saved at "
             "rest did not play on as the replay does (a bug; shorten with a plain callable)"
