@@ -198,8 +198,9 @@ class S3Store:
         from minio import Minio
 
         client = Minio(
-            endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region
-        )
+            endpoint, access_key=access_key, secret_key=secret_key, secure=secure, region=region,
+            http_client=_s3_http_client(),
+        )  # fmt: skip
         return cls(client, bucket, prefix, endpoint)
 
     def _name(self, key: str) -> str:
@@ -285,6 +286,26 @@ class S3Store:
             raise StoreError(f"S3 store at {self.endpoint} unreachable ({error})") from error
         self.put(CHECK_KEY, b"ok")
         self.delete(CHECK_KEY)
+
+
+# MinIO's client waits up to 5 minutes for a connection or a read, 6 times: a store cut off
+# mid-write could hold an export queue, and a run's end waiting on it, for half an hour. One
+# call fails within 4 x (10 + 30) s, and callers (the export queue, checkpoints) count or report it.
+S3_TIMEOUT = {"connect": 10.0, "read": 30.0}
+S3_RETRIES = 3
+
+
+def _s3_http_client() -> Any:
+    """MinIO's default HTTP pool (system or certifi CAs, retries on 5xx) with bounded waits."""
+    import certifi
+    import urllib3
+
+    return urllib3.PoolManager(
+        timeout=urllib3.Timeout(**S3_TIMEOUT), maxsize=10, cert_reqs="CERT_REQUIRED",
+        ca_certs=os.environ.get("SSL_CERT_FILE") or certifi.where(),
+        retries=urllib3.Retry(total=S3_RETRIES, backoff_factor=0.2,
+                              status_forcelist=[500, 502, 503, 504]),
+    )  # fmt: skip
 
 
 def open_store(

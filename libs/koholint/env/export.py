@@ -20,6 +20,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -154,9 +155,17 @@ class ExportQueue:
             finally:
                 self._queue.task_done()
 
-    def flush(self) -> None:
-        """Wait until every queued segment is written."""
-        self._queue.join()
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until every queued segment is written (or has failed); False if `timeout`
+        seconds passed first."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._queue.all_tasks_done:
+            while self._queue.unfinished_tasks:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._queue.all_tasks_done.wait(remaining)
+        return True
 
     def close(self) -> None:
         self.flush()

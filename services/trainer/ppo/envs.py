@@ -9,6 +9,7 @@ per process.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import threading
 from typing import Any
@@ -41,6 +42,12 @@ from koholint.store import open_store
 from trainer.config import Deployment
 from trainer.ppo.config import TrainConfig
 from trainer.ppo.curriculum import RayCurriculumSource, curriculum_actor_name
+
+logger = logging.getLogger(__name__)
+
+# How long a run's end waits for each process's export queue: longer than one S3 write can
+# take (koholint.store: S3_TIMEOUT, S3_RETRIES), shorter than forever.
+EXPORT_DRAIN_SECONDS = 180.0
 
 
 @ray.remote(num_cpus=0)
@@ -142,6 +149,37 @@ def export_counts_since_last_call() -> dict[str, int]:
     deltas = {name: totals[name] - _reported[name] for name in _reported}
     _reported.update(totals)
     return deltas
+
+
+def finish_exports(runner: Any) -> dict[str, int]:
+    """On an env runner at the run's end: close its envs (each recorder hands over its
+    episode's last, partial segment), wait for this process's export queues and return the
+    counts since the last report. Closing twice is harmless: the runner's stop closes again."""
+    if getattr(runner, "env", None) is not None:
+        runner.env.close()
+    with _exporters_lock:
+        queues = list(_exporters.values())
+    for queue in queues:
+        if not queue.flush(EXPORT_DRAIN_SECONDS):
+            logger.warning("export queue not drained after %.0f s: its last segments are lost",
+                           EXPORT_DRAIN_SECONDS, extra={"event": "export_not_drained"})  # fmt: skip
+    return export_counts_since_last_call()
+
+
+def drain_exports(algo: Any, export: dict[str, int]) -> None:
+    """Every env runner's segments written before the run ends, and counted in `export`: a
+    run that reports finished or failed has nothing left in flight. Never raises: a runner
+    that died takes its queue with it, and the run's own error is the one to report."""
+    try:
+        counts = algo.env_runner_group.foreach_env_runner(
+            finish_exports, local_env_runner=True, timeout_seconds=EXPORT_DRAIN_SECONDS + 60
+        )
+    except Exception as error:
+        logger.warning("could not drain the env runners' exports: %s", error,
+                       extra={"event": "export_not_drained"})  # fmt: skip
+        return
+    for name in EXPORT_COUNTS:
+        export[name] = export.get(name, 0) + sum(int(c.get(name, 0)) for c in counts if c)
 
 
 def planner_backend(kind: str, url: str) -> Backend:

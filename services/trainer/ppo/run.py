@@ -20,6 +20,7 @@ from trainer.ppo.checkpoints import Checkpoints
 from trainer.ppo.config import TrainConfig, TrainConfigError
 from trainer.ppo.curriculum import run_phase_one
 from trainer.ppo.curve import LearningCurve
+from trainer.ppo.envs import drain_exports
 from trainer.ppo.evaluation import PolicyEvaluator
 from trainer.ppo.iterations import IterationLoop, OnIteration
 from trainer.ppo.preflight import Preflight, preflight
@@ -155,7 +156,10 @@ class TrainingRun:
         evaluator = PolicyEvaluator(config, run_dir, self.status.env_steps)
         loop = IterationLoop(algo, config, self.status, self._curve, actors, checkpoints,
                              shaping, resumed_steps, evaluator if evaluator.enabled else None)  # fmt: skip
-        loop.run(self._stop, on_iteration)
+        try:
+            loop.run(self._stop, on_iteration)
+        finally:
+            drain_exports(algo, self.status.export)
         algo.stop()
         self._curve.write_png(run_dir / "learning_curve.png")
         self.status.state = "stopped" if self._stop.is_set() else "finished"

@@ -267,6 +267,10 @@ async def test_run_lifecycle_over_http(tmp_path: Path):
         assert status["steps_per_second"] > 0
         assert status["export"]["written"] > 0
         assert status["export"]["dropped"] == status["export"]["failed"] == 0
+        # Finished means exported: every segment counted is in the store, none still in flight.
+        manifests = [key for key in LocalStore(tmp_path / "store").list("episodes/api/")
+                     if key.endswith("/manifest.json")]  # fmt: skip
+        assert len(manifests) == status["export"]["written"]
         assert [run["run"] for run in (await http.get("/v1/runs")).json()["runs"]] == ["api"]
         metrics = (await http.get("/metrics")).text
         assert f'trainer_env_steps_total{{run="api"}} {float(status["env_steps"])}' in metrics

@@ -2,6 +2,8 @@
 
 import hashlib
 import json
+import threading
+import time
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +82,30 @@ def test_a_full_queue_drops_and_counts(tmp_path: Path):
     results = [exporter.offer(segment) for _ in range(5)]
     assert results[0] is True
     assert exporter.dropped >= 3
+    exporter.close()
+
+
+def test_flush_waits_for_every_queued_segment_or_says_it_timed_out(tmp_path: Path):
+    gate = threading.Event()
+
+    class GatedStore(LocalStore):
+        def put(self, key, data, content_type="application/octet-stream"):
+            gate.wait()
+            return super().put(key, data, content_type)
+
+    exporter = ExportQueue(GatedStore(tmp_path), capacity=4)
+    step = {"t": 1, "action": 0, "reward": 0.0, "state": {}}
+    for index in range(3):
+        assert exporter.offer(Segment("r", "e", index, steps=[step]))
+    started = time.monotonic()
+    assert exporter.flush(timeout=0.3) is False  # the store holds every write
+    assert 0.3 <= time.monotonic() - started < 2
+    assert exporter.written == 0
+    gate.set()
+    assert exporter.flush(timeout=30) is True
+    assert exporter.written == 3
+    stored = LocalStore(tmp_path).list("episodes/r/")
+    assert len([key for key in stored if key.endswith("manifest.json")]) == 3
     exporter.close()
 
 
