@@ -39,7 +39,7 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Protocol, SupportsFloat
+from typing import Any, Literal, Protocol, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
@@ -80,8 +80,9 @@ class Start:
 class CurriculumSource(Protocol):
     def start(self, seed: int) -> Start: ...
 
-    def report(self, step: int, won: bool) -> None:
-        """An episode that started at demo step `step` ended (won or not)."""
+    def report(self, step: int, won: bool, reached: int = -1) -> None:
+        """An episode that started at demo step `step` ended (won or not), having reached
+        `reached` of the route's milestones (-1: not said)."""
         ...
 
     def offer(self, level: int, state: bytes) -> None:
@@ -93,6 +94,8 @@ class CurriculumSource(Protocol):
 
 SUCCESS_WINDOW = 20
 """episodes from the current start its success share is measured over"""
+FAILURE_WINDOW = 100
+"""losses from the beginning that review_where="failures" spreads its starts over"""
 
 
 class CurriculumSettings(BaseModel):
@@ -112,6 +115,10 @@ class CurriculumSettings(BaseModel):
     review_share: JsonFloat = Field(0.0, ge=0, lt=1)
     """share of episodes that start at a random trajectory state later than the current
     start (the route already learned, practised again so it is not forgotten)"""
+    review_where: Literal["route", "failures"] = "route"
+    """where review starts fall: anywhere on the route after the current start ("route"), or
+    in the stretches between milestones where the latest episodes from the beginning lost,
+    in proportion to their losses ("failures": none until one has lost)"""
     time_factor: JsonFloat = Field(2.0, gt=0, le=100)
     """an episode from demo step s may take this times (length - s), plus 64, steps"""
     deadlines: StrictBool = False
@@ -159,6 +166,9 @@ class LocalCurriculum:
         self.moves: list[int] = []
         """the demo step of every start the curriculum moved to, in order"""
         self._first_with = _first_steps_with(self.demo) if settings.deadlines else {}
+        self.failed_at: deque[int] = deque(maxlen=FAILURE_WINDOW)
+        """milestones reached by the latest episodes from the beginning that lost"""
+        self._stretches = _stretches(self.demo)
 
     @property
     def start_step(self) -> int:
@@ -172,11 +182,27 @@ class LocalCurriculum:
         # demo states after the current start (demo state 0 is the env's own start)
         learned = max(self.position + 1, 1)
         if learned < len(self.demo) and rng.random() < self.review_share:
-            return self._start_at(self.demo[int(rng.integers(learned, len(self.demo)))])
+            review = self._review_index(rng, learned)
+            if review is not None:
+                return self._start_at(self.demo[review])
         if self.position < 0:
             return replace(self._start_at(self.demo[0]), state=None,
                            budget=self.max_episode_steps)  # fmt: skip
         return self._start_at(self.demo[self.position])
+
+    def _review_index(self, rng: np.random.Generator, learned: int) -> int | None:
+        """A demo state after the current start to review: any, or one in a stretch where
+        episodes from the beginning lost, drawn in proportion to the losses there."""
+        if self.settings.review_where == "route":
+            return int(rng.integers(learned, len(self.demo)))
+        weights = np.zeros(len(self.demo))
+        for reached in self.failed_at:
+            first, end = self._stretches.get(reached, (0, 0))
+            first = max(first, learned)
+            if end > first:
+                weights[first:end] += 1.0 / (end - first)
+        total = weights.sum()
+        return int(rng.choice(len(self.demo), p=weights / total)) if total > 0 else None
 
     def _start_at(self, demo: DemoState) -> Start:
         budget = self._budget(demo.step)
@@ -193,7 +219,9 @@ class LocalCurriculum:
         wanted = int(self.time_factor * (until - start)) + self.slack
         return min(wanted, self.max_episode_steps)
 
-    def report(self, step: int, won: bool) -> None:
+    def report(self, step: int, won: bool, reached: int = -1) -> None:
+        if step == 0 and not won and reached >= 0:
+            self.failed_at.append(reached)
         if step != self.start_step or step < 0:
             return  # an episode from an older start, or from the swarm
         self._results.append(won)
@@ -222,7 +250,7 @@ class LocalCurriculum:
         return {
             "position": self.position, "pass": self.pass_number, "demo_states": len(self.demo),
             "demo_length": self.demo_length, "moves": list(self.moves),
-            "results": list(self._results),
+            "results": list(self._results), "failed_at": list(self.failed_at),
         }  # fmt: skip
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -242,6 +270,7 @@ class LocalCurriculum:
         self.position, self.pass_number = position, int(state.get("pass", 1))
         self.moves = [int(step) for step in state.get("moves", [])]
         self._results = deque((bool(won) for won in state.get("results", [])), maxlen=self.window)
+        self.failed_at.extend(int(reached) for reached in state.get("failed_at", []))
 
     def offer(self, level: int, state: bytes) -> None:
         if self._swarm is None or level > self._swarm[0]:
@@ -249,6 +278,16 @@ class LocalCurriculum:
 
     def swarm_level(self) -> int:
         return self._swarm[0] if self._swarm is not None else -1
+
+
+def _stretches(demo: Sequence[DemoState]) -> dict[int, tuple[int, int]]:
+    """For each count of milestones, the demo states (first index, end index) that have
+    reached exactly that many: the stretch of the route before the next milestone."""
+    stretches: dict[int, tuple[int, int]] = {}
+    for index, state in enumerate(demo):
+        first, _ = stretches.get(state.milestones, (index, index))
+        stretches[state.milestones] = (first, index + 1)
+    return stretches
 
 
 def _first_steps_with(demo: Sequence[DemoState]) -> dict[int, int]:
@@ -332,7 +371,8 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         if self.end_on_death and not terminated and raw.motion == _PASS_OUT:
             truncated = True
         if terminated or truncated:
-            self.source.report(self._start.step, bool(terminated) and raw.gameplay_type == _CREDITS)
+            won = bool(terminated) and raw.gameplay_type == _CREDITS
+            self.source.report(self._start.step, won, milestone_count(zelda))
         return observation, reward, terminated, truncated, info
 
 

@@ -131,6 +131,38 @@ def test_review_starts_a_share_of_episodes_on_the_route_already_learned():
     assert {curriculum.start(seed).step for seed in range(200)} == {0, 8, 16, 24, 32}
 
 
+def test_review_on_failures_starts_where_episodes_from_the_beginning_lose():
+    # milestones along the demo: 0 0 | 1 1 1 | 2 (three stretches)
+    demo = [DemoState(step, f"state-{step}".encode(), count)
+            for step, count in zip((0, 8, 16, 24, 32, 40), (0, 0, 1, 1, 1, 2), strict=True)]  # fmt: skip
+    curriculum = curriculum_over(demo, 48, threshold=1.0, window=1, review_share=0.5,
+                                 review_where="failures")  # fmt: skip
+    for _ in range(6):  # the walk: 40 -> ... -> 0 -> the env's own start
+        curriculum.report(curriculum.start_step, True)
+    assert curriculum.position == -1
+    assert {curriculum.start(seed).step for seed in range(100)} == {0}  # no loss yet: no review
+    curriculum.report(16, False, reached=2)  # a loss from a review start says nothing
+    curriculum.report(0, True, reached=3)  # nor does a win
+    assert list(curriculum.failed_at) == []
+    for _ in range(3):
+        curriculum.report(0, False, reached=1)  # lost between the first and second milestones
+    curriculum.report(0, False, reached=0)
+    steps = [curriculum.start(seed).step for seed in range(2000)]
+    reviewed = [step for step in steps if step]
+    assert 0.4 < len(reviewed) / len(steps) < 0.6
+    assert set(reviewed) <= {8, 16, 24, 32}  # demo state 0 is the beginning itself
+    # three losses spread over 16, 24, 32; one over 8 (the stretch after the beginning)
+    shares = {step: reviewed.count(step) / len(reviewed) for step in (8, 16, 24, 32)}
+    assert shares[8] == pytest.approx(0.25, abs=0.05)
+    for step in (16, 24, 32):
+        assert shares[step] == pytest.approx(0.25, abs=0.05)
+    saved = json.loads(json.dumps(curriculum.state()))
+    restored = curriculum_over(demo, 48, threshold=1.0, window=1, review_share=0.5,
+                               review_where="failures")  # fmt: skip
+    restored.restore(saved)
+    assert list(restored.failed_at) == [1, 1, 1, 0]
+
+
 def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
     curriculum = curriculum_over(DEMO, 40, threshold=1.0, window=2, passes=2)
     for _ in range(5 * 2):  # 32 -> 24 -> 16 -> 8 -> 0 -> the env's own start
