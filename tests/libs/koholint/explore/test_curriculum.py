@@ -272,6 +272,25 @@ def test_episodes_start_on_the_demo_and_report_back():
     env.close()
 
 
+def test_an_episode_from_the_beginning_that_loses_says_which_stretch_it_lost_in():
+    walker = ZeldaEnv(info_state=False)
+    demo = demo_states(bytes([Action.UP] * 16 + [Action.NOOP]), walker, every=8)
+    walker.close()
+    settings = CurriculumSettings(review_share=0.5, review_where="failures")
+    curriculum = LocalCurriculum(demo, 17, settings, window=1, max_episode_steps=4)
+    curriculum.restore({**curriculum.state(), "position": -1})  # the walk is done
+    env = CurriculumWrapper(ZeldaEnv(info_state=False), curriculum)
+    _, info = env.reset(seed=0)
+    assert info["curriculum"]["start_step"] == 0
+    truncated, steps = False, 0
+    while not truncated:
+        _, _, _, truncated, _ = env.step(Action.NOOP)
+        steps += 1
+    assert steps == 4
+    assert list(curriculum.failed_at) == [0]  # lost before the first milestone (the sword)
+    env.close()
+
+
 def test_the_demo_must_replay_without_sticky_actions():
     with pytest.raises(ValueError, match="sticky"):
         demo_states(b"\x01", ZeldaEnv(sticky_action_probability=0.25))
