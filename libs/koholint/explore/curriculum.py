@@ -270,7 +270,8 @@ class LocalCurriculum:
         self.position, self.pass_number = position, int(state.get("pass", 1))
         self.moves = [int(step) for step in state.get("moves", [])]
         self._results = deque((bool(won) for won in state.get("results", [])), maxlen=self.window)
-        self.failed_at.extend(int(reached) for reached in state.get("failed_at", []))
+        self.failed_at = deque((int(reached) for reached in state.get("failed_at", [])),
+                               maxlen=FAILURE_WINDOW)  # fmt: skip
 
     def offer(self, level: int, state: bytes) -> None:
         if self._swarm is None or level > self._swarm[0]:

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from tests.services.trainer.ppo.test_run import TINY
 
+from koholint.loop import count_segments
 from koholint.store import LocalStore
 from koholint.web.problems import PROBLEM_JSON, ConflictError, UnprocessableError
 from trainer.app import create_app
@@ -268,9 +269,7 @@ async def test_run_lifecycle_over_http(tmp_path: Path):
         assert status["export"]["written"] > 0
         assert status["export"]["dropped"] == status["export"]["failed"] == 0
         # Finished means exported: every segment counted is in the store, none still in flight.
-        manifests = [key for key in LocalStore(tmp_path / "store").list("episodes/api/")
-                     if key.endswith("/manifest.json")]  # fmt: skip
-        assert len(manifests) == status["export"]["written"]
+        assert count_segments(LocalStore(tmp_path / "store"), "api") == status["export"]["written"]
         assert [run["run"] for run in (await http.get("/v1/runs")).json()["runs"]] == ["api"]
         metrics = (await http.get("/metrics")).text
         assert f'trainer_env_steps_total{{run="api"}} {float(status["env_steps"])}' in metrics
