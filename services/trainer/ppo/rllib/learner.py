@@ -6,8 +6,8 @@ step weigh as much as the arithmetic (a cProfile in BENCHMARKS.md). These go her
 - Finite gradients are checked once, over all of them, instead of twice per tensor
   (24 ``isfinite`` checks per step for PPO's twelve tensors). When any is not finite,
   RLlib's own path runs, with its warnings, zeroing or skipping.
-- Adam updates all tensors in one ``foreach`` call per operation instead of a Python loop
-  over tensors (torch picks the loop on the CPU by default); the arithmetic is Adam's.
+- Adam is torch's fused kernel (one call a step for all tensors) instead of torch's Python
+  loop over tensors on the CPU; the arithmetic is Adam's, rounded in another order.
 - The loss of a categorical policy is computed with the tensor operations torch's
   ``Categorical`` runs (normalised logits, softmax, gather, its entropy and KL), without
   building four distribution objects per minibatch; the same numbers and gradients.
@@ -15,12 +15,18 @@ step weigh as much as the arithmetic (a cProfile in BENCHMARKS.md). These go her
   off-policyness are logged once per update, not once per minibatch: RLlib logs them with
   a window of 1, so only the last minibatch's values were ever kept (the off-policyness is
   the first minibatch's: every sample of a synchronous batch has the same weights).
+- Minibatches are gathered by row indices from the train batch (``IndexedMinibatches``)
+  instead of RLlib's slicing and concatenation of ``SampleBatch`` copies: the same rows in
+  the same order, shuffled by the same ``np.random.permutation`` calls.
+- The steps trained are logged once per update with their sums (RLlib logs seven values a
+  minibatch); the reduced metrics are the same.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 from ray.rllib.algorithms.ppo.ppo import (
     LEARNER_RESULTS_KL_KEY,
@@ -32,6 +38,17 @@ from ray.rllib.core.columns import Columns
 from ray.rllib.core.distribution.torch.torch_distribution import TorchCategorical
 from ray.rllib.core.learner.learner import ENTROPY_KEY, POLICY_LOSS_KEY, VF_LOSS_KEY
 from ray.rllib.evaluation.postprocessing import Postprocessing
+from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+from ray.rllib.utils.metrics import (
+    ALL_MODULES,
+    MODULE_TRAIN_BATCH_SIZE_MEAN,
+    NUM_ENV_STEPS_TRAINED,
+    NUM_ENV_STEPS_TRAINED_LIFETIME,
+    NUM_MODULE_STEPS_TRAINED,
+    NUM_MODULE_STEPS_TRAINED_LIFETIME,
+    WEIGHTS_SEQ_NO,
+)
+from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
 from ray.rllib.utils.torch_utils import explained_variance
 
 
@@ -43,12 +60,70 @@ class LeanPPOTorchLearner(PPOTorchLearner):
         super().build()
         self._pending_loss_stats: dict[Any, dict[str, Any]] = {}
         self._off_policyness_logged_for = -1
+        self._steps_trained: dict[Any, list[int]] = {}  # module: minibatch sizes this update
+        self._env_steps_trained = 0
+
+    def _create_iterator_if_necessary(self, *, training_data: Any, num_total_minibatches: int = 0,
+                                      num_epochs: int = 1, minibatch_size: int | None = None,
+                                      shuffle_batch_per_epoch: bool = False,
+                                      **kwargs: Any) -> Any:  # fmt: skip
+        """RLlib's minibatch iterator, or the same minibatches by row indices when the batch is
+        flat (no sequences, no data iterators, no fixed minibatch count)."""
+        if training_data.data_iterators or not minibatch_size or num_total_minibatches:
+            return super()._create_iterator_if_necessary(
+                training_data=training_data, num_total_minibatches=num_total_minibatches,
+                num_epochs=num_epochs, minibatch_size=minibatch_size,
+                shuffle_batch_per_epoch=shuffle_batch_per_epoch, **kwargs,
+            )  # fmt: skip
+        batch = self._make_batch_if_necessary(training_data=training_data)
+        for module_id in list(batch.policy_batches):
+            if not self.should_module_be_updated(module_id, batch):
+                del batch.policy_batches[module_id]
+        if not batch.policy_batches:
+            return {}
+        if not all(IndexedMinibatches.can_index(self.module[module_id], module_batch)
+                   for module_id, module_batch in batch.policy_batches.items()):  # fmt: skip
+            batch = self._set_slicing_by_batch_id(batch, value=True)
+            return MiniBatchCyclicIterator(
+                batch, num_epochs=num_epochs, minibatch_size=minibatch_size,
+                shuffle_batch_per_epoch=shuffle_batch_per_epoch and num_epochs > 1,
+            )  # fmt: skip
+        return IndexedMinibatches(batch, num_epochs=num_epochs, minibatch_size=minibatch_size,
+                                  shuffle=shuffle_batch_per_epoch and num_epochs > 1)  # fmt: skip
+
+    def _log_steps_trained_metrics(self, batch: Any) -> None:
+        for module_id, module_batch in batch.policy_batches.items():
+            self._steps_trained.setdefault(module_id, []).append(len(module_batch))
+        self._env_steps_trained += batch.env_steps()
+
+    def _flush_steps_trained(self) -> None:
+        """RLlib's per-minibatch step metrics (``Learner._log_steps_trained_metrics``), logged
+        once per update: the same keys and reductions, the sums of the minibatches."""
+        sizes, self._steps_trained = self._steps_trained, {}
+        env_steps, self._env_steps_trained = self._env_steps_trained, 0
+        log = self.metrics.log_value
+        for module_id, counts in sizes.items():
+            steps = sum(counts)
+            log((module_id, WEIGHTS_SEQ_NO), self._weights_seq_no, window=1)
+            log((module_id, MODULE_TRAIN_BATCH_SIZE_MEAN), steps / len(counts), reduce="mean")
+            log((module_id, NUM_MODULE_STEPS_TRAINED), steps, reduce="sum")
+            log((module_id, NUM_MODULE_STEPS_TRAINED_LIFETIME), steps, reduce="lifetime_sum",
+                with_throughput=True)  # fmt: skip
+            log((ALL_MODULES, NUM_MODULE_STEPS_TRAINED), steps, reduce="sum",
+                with_throughput=True)  # fmt: skip
+            log((ALL_MODULES, NUM_MODULE_STEPS_TRAINED_LIFETIME), steps, reduce="lifetime_sum",
+                with_throughput=True)  # fmt: skip
+        if sizes:
+            log((ALL_MODULES, NUM_ENV_STEPS_TRAINED), env_steps, reduce="sum",
+                with_throughput=True)  # fmt: skip
+            log((ALL_MODULES, NUM_ENV_STEPS_TRAINED_LIFETIME), env_steps, reduce="lifetime_sum",
+                with_throughput=True)  # fmt: skip
 
     def configure_optimizers_for_module(self, module_id: Any, config: Any = None) -> None:
         params = self.get_parameters(self._module[module_id])
         self.register_optimizer(
             module_id=module_id,
-            optimizer=torch.optim.Adam(params, foreach=True),
+            optimizer=torch.optim.Adam(params, fused=True),
             params=params,
             lr_or_lr_schedule=config.lr,
         )
@@ -125,6 +200,7 @@ class LeanPPOTorchLearner(PPOTorchLearner):
         return total_loss
 
     def after_gradient_based_update(self, *, timesteps: dict[str, Any]) -> None:
+        self._flush_steps_trained()
         self._log_loss_stats()  # before PPO's own, which reads the KL to adapt its coefficient
         super().after_gradient_based_update(timesteps=timesteps)
 
@@ -156,7 +232,8 @@ def _masked_mean(batch: dict[str, Any]) -> Any:
         return torch.mean
     mask = batch[Columns.LOSS_MASK]
     valid = torch.sum(mask)
-    return lambda data: torch.sum(data[mask]) / valid
+    # where, not data[mask]: the same sum without a boolean gather and its backward
+    return lambda data: torch.sum(torch.where(mask, data, 0.0)) / valid
 
 
 def _normalised(logits: torch.Tensor) -> torch.Tensor:
@@ -171,6 +248,64 @@ def _categorical_kl(old_logits: torch.Tensor, logits: torch.Tensor,
     old = _normalised(old_logits)
     old_probabilities = torch.softmax(old, dim=-1)
     kl = old_probabilities * (old - logits)
-    kl[(probabilities == 0).expand_as(kl)] = float("inf")
-    kl[(old_probabilities == 0).expand_as(kl)] = 0
+    kl = torch.where(probabilities == 0, float("inf"), kl)
+    kl = torch.where(old_probabilities == 0, 0.0, kl)
     return kl.sum(-1)
+
+
+class IndexedMinibatches:
+    """RLlib's ``MiniBatchCyclicIterator`` over a flat batch, by row indices: each minibatch
+    takes `minibatch_size` rows from where the last one ended, wrapping to the start of the
+    (reshuffled) batch at its end; one row order per module, shuffled at each wrap by the
+    same ``np.random.permutation`` call ``SampleBatch.shuffle`` makes. Each column is
+    gathered once per minibatch, not sliced and concatenated."""
+
+    def __init__(self, batch: MultiAgentBatch, *, num_epochs: int, minibatch_size: int,
+                 shuffle: bool) -> None:  # fmt: skip
+        self._batch = batch
+        self._num_epochs = num_epochs
+        self._minibatch_size = minibatch_size
+        self._shuffle = shuffle
+
+    @staticmethod
+    def can_index(module: Any, batch: SampleBatch) -> bool:
+        """Whether every column is a tensor or an array of rows, and nothing is a sequence."""
+        if module.is_stateful() or batch.get(SampleBatch.SEQ_LENS) is not None or not len(batch):
+            return False
+        return all(isinstance(column, torch.Tensor | np.ndarray) and len(column) == len(batch)
+                   for column in batch.values())  # fmt: skip
+
+    def __iter__(self) -> Any:
+        batches = self._batch.policy_batches
+        orders = {
+            module_id: np.arange(len(module_batch)) for module_id, module_batch in batches.items()
+        }
+        starts = dict.fromkeys(batches, 0)
+        epochs = dict.fromkeys(batches, 0)
+        while min(epochs.values()) < self._num_epochs:
+            minibatch = {}
+            for module_id, module_batch in batches.items():
+                rows, size = [], len(module_batch)
+                start, wanted = starts[module_id], self._minibatch_size
+                while start + wanted >= size:  # RLlib's condition: a batch's end wraps
+                    rows.append(orders[module_id][start:])
+                    wanted -= size - start
+                    start = 0
+                    epochs[module_id] += 1
+                    if self._shuffle:
+                        orders[module_id] = orders[module_id][np.random.permutation(size)]
+                end = start + wanted
+                if end > start:
+                    rows.append(orders[module_id][start:end])
+                minibatch[module_id] = _rows(module_batch, np.concatenate(rows))
+                starts[module_id] = end
+            yield MultiAgentBatch(minibatch, len(self._batch))
+
+
+def _rows(batch: SampleBatch, indices: np.ndarray) -> SampleBatch:
+    """The batch's rows at `indices`, in that order."""
+    index = torch.from_numpy(indices)
+    return SampleBatch({
+        name: column.index_select(0, index) if isinstance(column, torch.Tensor) else column[indices]
+        for name, column in batch.items()
+    })  # fmt: skip

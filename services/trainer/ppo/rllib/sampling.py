@@ -70,8 +70,31 @@ class LeanPPOModule(DefaultPPOTorchRLModule):
         # leaves it (inference does not toggle), so set it only when it is not on.
         if not self.training:
             self.train()
-        result: dict[str, Any] = RLModule.forward_train(self, batch, **kwargs)
-        return result
+        networks = self._train_networks()
+        if networks is None or self.inference_only:
+            result: dict[str, Any] = RLModule.forward_train(self, batch, **kwargs)
+            return result
+        # RLlib's _forward_train, as the same torch functions on the same parameters,
+        # without the eleven nested module calls around them
+        actor, critic = networks
+        observations = batch[Columns.OBS]
+        return {Columns.EMBEDDINGS: _run_layers(critic, observations),
+                Columns.ACTION_DIST_INPUTS: _run_layers(actor, observations)}  # fmt: skip
+
+    def _train_networks(self) -> tuple[list[Any], list[Any]] | None:
+        """The actor (its encoder, then the pi head) and the critic's encoder as lists of
+        (Linear, activation or None), or None when they are not plain MLPs."""
+        if not hasattr(self, "_networks"):
+            encoder = self.encoder
+            try:
+                actor = [encoder.actor_encoder.net.mlp, self.pi.net.mlp]  # type: ignore[union-attr]
+                critic = [encoder.critic_encoder.net.mlp]  # type: ignore[union-attr]
+                plain = not getattr(self.pi, "clip_log_std", False)
+            except AttributeError:
+                actor, critic, plain = [], [], False
+            layers = (_torch_layers(actor), _torch_layers(critic)) if plain else (None, None)
+            self._networks = None if None in layers else layers
+        return self._networks  # type: ignore[return-value]
 
     def forward_exploration(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         return self._policy_logits(batch, **kwargs)
@@ -138,6 +161,33 @@ def _mlp_layers(sequentials: list[Any]) -> list[tuple[np.ndarray, np.ndarray, An
             else:
                 return None
     return layers
+
+
+def _torch_layers(sequentials: list[Any]) -> list[tuple[Any, Any]] | None:
+    """(Linear, activation function or None) per layer, or None for anything else."""
+    layers: list[tuple[Any, Any]] = []
+    for sequential in sequentials:
+        if not isinstance(sequential, torch.nn.Sequential):
+            return None
+        for module in sequential:
+            if isinstance(module, torch.nn.Linear):
+                layers.append((module, None))
+            elif type(module) in _TORCH_ACTIVATIONS and layers and layers[-1][1] is None:
+                layers[-1] = (layers[-1][0], _TORCH_ACTIVATIONS[type(module)])
+            else:
+                return None
+    return layers or None
+
+
+_TORCH_ACTIVATIONS = {torch.nn.Tanh: torch.tanh, torch.nn.ReLU: torch.relu}
+
+
+def _run_layers(layers: list[tuple[Any, Any]], hidden: torch.Tensor) -> torch.Tensor:
+    for linear, activation in layers:
+        hidden = torch.nn.functional.linear(hidden, linear.weight, linear.bias)
+        if activation is not None:
+            hidden = activation(hidden)
+    return hidden
 
 
 def env_to_module(env: Any = None, spaces: Any = None, device: Any = None) -> ConnectorV2:

@@ -27,12 +27,21 @@ def lean_or_not(learner_class: type) -> Any:
 
 LOSS_STATISTICS = ("policy_loss", "vf_loss", "vf_loss_unclipped", "vf_explained_var", "entropy",
                    "mean_kl_loss", "curr_kl_coeff", "total_loss")  # fmt: skip
+# logged once an update by the lean learner, once a minibatch by RLlib's: the same values
+STEP_STATISTICS = ("num_module_steps_trained", "num_module_steps_trained_lifetime",
+                   "module_train_batch_size_mean", "weights_seq_no")  # fmt: skip
+ALL_MODULES_STATISTICS = ("num_env_steps_trained", "num_env_steps_trained_lifetime",
+                          "num_module_steps_trained", "num_module_steps_trained_lifetime")  # fmt: skip
 
 
 def loss_statistics(results: Any) -> dict[str, float]:
-    """The update's loss statistics for the policy, from LearnerGroup.update's results."""
-    module = (results[0] if isinstance(results, list) else results)["default_policy"]
-    return {key: float(np.asarray(_value(module[key]))) for key in LOSS_STATISTICS}
+    """The update's loss and step statistics, from LearnerGroup.update's results."""
+    result = results[0] if isinstance(results, list) else results
+    module, everything = result["default_policy"], result["__all_modules__"]
+    return {
+        **{key: float(np.asarray(_value(module[key]))) for key in LOSS_STATISTICS + STEP_STATISTICS},
+        **{f"all {key}": float(np.asarray(_value(everything[key]))) for key in ALL_MODULES_STATISTICS},
+    }  # fmt: skip
 
 
 def _value(stat: Any) -> Any:
@@ -71,7 +80,8 @@ def test_updates_from_the_same_batch_give_the_same_weights(local_ray: None):
                 statistics[-1].append(loss_statistics(results))
         theirs_statistics, mine_statistics = statistics
         for their_update, my_update in zip(theirs_statistics, mine_statistics, strict=True):
-            for key in LOSS_STATISTICS:  # logged once per update, the last minibatch's
+            assert my_update.keys() == their_update.keys()
+            for key in their_update:  # the losses: the last minibatch's; steps: the sums
                 np.testing.assert_allclose(my_update[key], their_update[key], rtol=1e-5,
                                            atol=1e-7, err_msg=key)  # fmt: skip
         assert theirs_statistics[0]["mean_kl_loss"] != theirs_statistics[1]["mean_kl_loss"]
@@ -108,3 +118,36 @@ def test_a_non_finite_gradient_goes_rllibs_way(local_ray: None):
     finally:
         rllib.stop()
         lean.stop()
+
+
+def test_indexed_minibatches_are_rllibs_minibatches():
+    """The same rows in the same order as MiniBatchCyclicIterator, shuffled or not, with a
+    batch that minibatches do not divide (a minibatch wraps around its end)."""
+    from ray.rllib.policy.sample_batch import MultiAgentBatch, SampleBatch
+    from ray.rllib.utils.minibatch_utils import MiniBatchCyclicIterator
+
+    from trainer.ppo.rllib.learner import IndexedMinibatches
+
+    def batch() -> MultiAgentBatch:
+        rows = np.arange(103)
+        columns = {"rows": torch.from_numpy(rows), "ids": rows.astype(str)}
+        return MultiAgentBatch({"p": SampleBatch(columns)}, env_steps=103)
+
+    orders = []
+    for shuffle in (False, True):
+        minibatches = []
+        for iterator in (MiniBatchCyclicIterator, IndexedMinibatches):
+            np.random.seed(3)
+            kwargs = {"shuffle_batch_per_epoch" if iterator is MiniBatchCyclicIterator
+                      else "shuffle": shuffle}  # fmt: skip
+            minibatches.append([
+                (m.policy_batches["p"]["rows"].tolist(), list(m.policy_batches["p"]["ids"]),
+                 m.env_steps())
+                for m in iterator(batch(), num_epochs=3, minibatch_size=25, **kwargs)
+            ])  # fmt: skip
+        theirs, mine = minibatches
+        assert mine == theirs
+        assert len(mine) == 13  # 3 epochs of 103 rows: 309 rows, 12.4 minibatches
+        assert all(len(rows) == 25 for rows, _, _ in mine)
+        orders.append(mine)
+    assert orders[0] != orders[1]  # the shuffle was taken
