@@ -23,7 +23,11 @@ to the all-cores ceiling.
 ``--feature-costs`` prints only the CPU time per env step of each feature on a runner's 4 envs
 stepped in this process. ``--runner-ab`` measures only every feature with the trainer's
 ``LeanEnvRunner`` and with RLlib's ``SingleAgentEnvRunner``, alternated; ``--learner-ab``
-plain PPO and every feature with ``LeanPPOTorchLearner`` and RLlib's ``PPOTorchLearner``. ``--rounds N``
+plain PPO and every feature with ``LeanPPOTorchLearner`` and RLlib's ``PPOTorchLearner``.
+``--against-tree PATH`` measures only the ceiling, plain PPO and every feature (2 runners x 4
+envs) with this checkout's trainer and with another checkout's (``git worktree add PATH
+REV``), each row in a fresh process, the two alternated, and prints where their iterations
+went. ``--rounds N``
 measures every row N times, the rows interleaved (on a shared machine a burst of load then
 falls on several rows, not on one), and keeps each row's best.
 """
@@ -268,6 +272,45 @@ def learner_ab(steps: int, rounds: int) -> None:
         algorithm.learner_settings = lean
 
 
+TREE_ROWS = {"plain PPO": PLAIN, "every feature": {}}
+
+
+def against_tree(steps: int, rounds: int, other: Path) -> None:
+    """This checkout's trainer against `other`'s: the ceiling, then each row of TREE_ROWS in
+    both, alternated, in fresh processes whose imports come from each checkout's libs and
+    services; the ratio of each pair and the iteration's parts."""
+    here = Path(__file__).resolve().parents[1]
+    for tree in (here, other):
+        if not any((tree / "libs/koholint/game").glob("_fastpath*.so")):
+            raise SystemExit(f"{tree}: the env's compiled fast path is missing, so its rows would "
+                             f"run the pure-Python env: copy {here}/libs/koholint/game/_fastpath*.so "
+                             "there or build it (python -m koholint.game.build_fastpath)")  # fmt: skip
+    for round_number in range(1, rounds + 1):
+        ceiling = baseline_all_cores(steps, len(os.sched_getaffinity(0)))
+        print(f"round {round_number}: ceiling {ceiling:,.0f} env steps/s", flush=True)
+        for row in TREE_ROWS:
+            (mine, my_parts), (theirs, their_parts) = (
+                _tree_row(tree, row, steps) for tree in (here, other)
+            )  # fmt: skip
+            print(f"round {round_number}, {row}: this tree {mine:,.0f} ({mine / ceiling:.2f} of the "
+                  f"ceiling; {my_parts}), {other} {theirs:,.0f} ({theirs / ceiling:.2f}; "
+                  f"{their_parts}): {mine / theirs:.2f}x", flush=True)  # fmt: skip
+
+
+def _tree_row(tree: Path, row: str, steps: int) -> tuple[float, str]:
+    """One TREE_ROWS row trained with `tree`'s packages (a fresh process): env steps/s and
+    the "ms per iteration" line."""
+    environment = {**os.environ, "PYTHONPATH": f"{tree}/libs{os.pathsep}{tree}/services"}
+    result = subprocess.run([sys.executable, __file__, "--tree-row", row, "--steps", str(steps)],
+                            env=environment, capture_output=True, text=True, check=False)  # fmt: skip
+    lines = result.stdout.splitlines()
+    rates = [line.split()[1] for line in lines if line.startswith("RATE ")]
+    if result.returncode != 0 or not rates:
+        raise SystemExit(f"{tree}: the {row} row failed:\n{result.stderr[-2000:]}")
+    parts = [line.strip().split(": ", 1)[-1] for line in lines if "ms per iteration" in line]
+    return float(rates[-1]), (parts[-1] if parts else "")
+
+
 def feature_costs(steps: int) -> None:
     """CPU time of the sampling thread per env step: the trainer's wrappers on a runner's 4
     envs, stepped in this process with random actions (no RLlib, no Ray: a local archive)."""
@@ -405,6 +448,10 @@ def main() -> None:
     )
     parser.add_argument("--runner-ab", action="store_true",
                         help="only every feature with LeanEnvRunner vs RLlib's runner, per round")  # fmt: skip
+    parser.add_argument("--against-tree", type=Path, metavar="PATH",
+                        help="only the ceiling, plain PPO and every feature, this checkout "
+                             "against the one at PATH (git worktree add PATH REV)")  # fmt: skip
+    parser.add_argument("--tree-row", choices=TREE_ROWS, help=argparse.SUPPRESS)
     parser.add_argument("--learner-ab", action="store_true",
                         help="only plain PPO and every feature with the lean learner vs RLlib's")  # fmt: skip
     args = parser.parse_args()
@@ -417,6 +464,12 @@ def main() -> None:
         return
     if args.learner_ab:
         learner_ab(steps, args.rounds)
+        return
+    if args.tree_row:  # one row of --against-tree, in the process it started
+        print(f"RATE {training(steps, **shape(8, 2), **TREE_ROWS[args.tree_row])}")
+        return
+    if args.against_tree:
+        against_tree(steps, args.rounds, args.against_tree.resolve())
         return
     if args.cluster:  # one cluster row, in a fresh process (see cluster_row)
         with local_cluster(args.cluster) as address:

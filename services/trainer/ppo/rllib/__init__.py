@@ -10,8 +10,9 @@ a setting asks for something else:
   per step than the emulator (``lean_sampling``).
 - ``runner`` — ``LeanEnvRunner``: an env runner that steps that lean path without the
   per-step pipelines, timers and unheard callbacks of RLlib's loop; the same episodes.
-- ``learner`` — ``LeanPPOTorchLearner``: PPO's learner with one finiteness check per step
-  and a foreach Adam; the same weights.
+- ``learner`` — ``LeanPPOTorchLearner``: PPO's learner with one finiteness check per step,
+  a fused Adam, minibatches gathered by row index and metrics logged once an update; the
+  same weights.
 - ``sil`` — ``SilPPOTorchLearner``: self-imitation learning inside the PPO learner, with
   the winning trajectory pinned when robustifying (``sil.weight``, ``sil.demo``).
 - ``overlap`` — ``OverlappedPPO``: the runners sample the next batch while the learner

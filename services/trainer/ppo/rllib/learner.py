@@ -53,8 +53,9 @@ from ray.rllib.utils.torch_utils import explained_variance
 
 
 class LeanPPOTorchLearner(PPOTorchLearner):
-    """PPOTorchLearner with one finiteness check per step, a foreach Adam, the categorical
-    loss without distribution objects and its statistics logged once per update."""
+    """PPOTorchLearner with one finiteness check per step, a fused Adam, the categorical
+    loss without distribution objects, minibatches by row index and its statistics logged
+    once per update."""
 
     def build(self) -> None:
         super().build()
