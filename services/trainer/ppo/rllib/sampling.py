@@ -87,8 +87,8 @@ class LeanPPOModule(DefaultPPOTorchRLModule):
         if not hasattr(self, "_networks"):
             encoder = self.encoder
             try:
-                actor = [encoder.actor_encoder.net.mlp, self.pi.net.mlp]  # type: ignore[union-attr]
-                critic = [encoder.critic_encoder.net.mlp]  # type: ignore[union-attr]
+                actor = [encoder.actor_encoder.net.mlp, self.pi.net.mlp]
+                critic = [encoder.critic_encoder.net.mlp]
                 plain = not getattr(self.pi, "clip_log_std", False)
             except AttributeError:
                 actor, critic, plain = [], [], False
