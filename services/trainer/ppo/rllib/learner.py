@@ -129,6 +129,16 @@ class LeanPPOTorchLearner(PPOTorchLearner):
             lr_or_lr_schedule=config.lr,
         )
 
+    def _set_optimizer_state(self, state: Any) -> None:
+        """RLlib's, then the fused kernel again: torch's load_state_dict takes the saved
+        groups' settings, so a checkpoint written before the fused Adam would step with the
+        foreach loop from then on (the same arithmetic, slower)."""
+        super()._set_optimizer_state(state)
+        for optimizer in self._named_optimizers.values():
+            if isinstance(optimizer, torch.optim.Adam):
+                for group in optimizer.param_groups:
+                    group.update(fused=True, foreach=None)
+
     def apply_gradients(self, gradients_dict: dict[Any, Any]) -> None:
         if not self._plain_step_applies(gradients_dict):
             super().apply_gradients(gradients_dict)

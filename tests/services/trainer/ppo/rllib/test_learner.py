@@ -151,3 +151,29 @@ def test_indexed_minibatches_are_rllibs_minibatches():
         assert all(len(rows) == 25 for rows, _, _ in mine)
         orders.append(mine)
     assert orders[0] != orders[1]  # the shuffle was taken
+
+
+def test_an_optimizer_state_saved_by_the_foreach_adam_loads_and_steps_fused(local_ray: None):
+    """Checkpoints written before the fused Adam carry foreach=True in their groups; once
+    loaded, the learner steps with the fused kernel, from the saved moments."""
+    algo = lean_or_not(LeanPPOTorchLearner)
+    try:
+        learner = algo.learner_group._learner
+        optimizer = next(iter(learner._named_optimizers.values()))
+        episodes = algo.env_runner.sample(num_timesteps=256)
+        algo.learner_group.update(episodes=copy.deepcopy(episodes),
+                                  timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: 256})  # fmt: skip
+        for group in optimizer.param_groups:  # as the foreach Adam saved them
+            group.update(fused=None, foreach=True)
+        state = learner.get_state(components="optimizer")
+        saved = next(iter(state["optimizer"].values()))["state"]["param_groups"]
+        assert all(group["foreach"] and not group["fused"] for group in saved)
+        learner.set_state(state)
+        assert all(group["fused"] and not group["foreach"] for group in optimizer.param_groups)
+        before = weights(algo)
+        algo.learner_group.update(episodes=copy.deepcopy(episodes),
+                                  timesteps={NUM_ENV_STEPS_SAMPLED_LIFETIME: 512})  # fmt: skip
+        after = weights(algo)
+        assert any(not np.allclose(before[name], after[name]) for name in after)
+    finally:
+        algo.stop()
