@@ -142,30 +142,10 @@ class LeanPPOModule(DefaultPPOTorchRLModule):
         return self._policy_layers
 
 
-_ACTIVATIONS = {torch.nn.Tanh: np.tanh, torch.nn.ReLU: lambda x, out: np.maximum(x, 0, out=out)}
-
-
-def _mlp_layers(sequentials: list[Any]) -> list[tuple[np.ndarray, np.ndarray, Any]] | None:
-    if not sequentials:
-        return None
-    layers: list[tuple[np.ndarray, np.ndarray, Any]] = []
-    for sequential in sequentials:
-        if not isinstance(sequential, torch.nn.Sequential):
-            return None
-        for module in sequential:
-            if isinstance(module, torch.nn.Linear) and module.bias is not None:
-                weight, bias = module.weight.detach().numpy(), module.bias.detach().numpy()
-                layers.append((weight.T, bias, None))
-            elif type(module) in _ACTIVATIONS and layers and layers[-1][2] is None:
-                layers[-1] = (*layers[-1][:2], _ACTIVATIONS[type(module)])
-            else:
-                return None
-    return layers
-
-
-def _torch_layers(sequentials: list[Any]) -> list[tuple[Any, Any]] | None:
-    """(Linear, activation function or None) per layer, or None for anything else."""
-    layers: list[tuple[Any, Any]] = []
+def _plain_mlp(sequentials: list[Any]) -> list[tuple[torch.nn.Linear, type | None]] | None:
+    """(Linear, the activation's type or None) per layer of `sequentials`, or None when they
+    hold anything but Linear layers each followed by at most one Tanh or ReLU."""
+    layers: list[tuple[torch.nn.Linear, type | None]] = []
     for sequential in sequentials:
         if not isinstance(sequential, torch.nn.Sequential):
             return None
@@ -173,13 +153,34 @@ def _torch_layers(sequentials: list[Any]) -> list[tuple[Any, Any]] | None:
             if isinstance(module, torch.nn.Linear):
                 layers.append((module, None))
             elif type(module) in _TORCH_ACTIVATIONS and layers and layers[-1][1] is None:
-                layers[-1] = (layers[-1][0], _TORCH_ACTIVATIONS[type(module)])
+                layers[-1] = (layers[-1][0], type(module))
             else:
                 return None
     return layers or None
 
 
+_NUMPY_ACTIVATIONS = {torch.nn.Tanh: np.tanh,
+                      torch.nn.ReLU: lambda x, out: np.maximum(x, 0, out=out)}  # fmt: skip
 _TORCH_ACTIVATIONS = {torch.nn.Tanh: torch.tanh, torch.nn.ReLU: torch.relu}
+
+
+def _mlp_layers(sequentials: list[Any]) -> list[tuple[np.ndarray, np.ndarray, Any]] | None:
+    """(weight^T, bias, numpy activation or None) per layer, as views of the parameters."""
+    layers = _plain_mlp(sequentials)
+    if layers is None or any(linear.bias is None for linear, _ in layers):
+        return None
+    return [(linear.weight.detach().numpy().T, linear.bias.detach().numpy(),
+             _NUMPY_ACTIVATIONS[activation] if activation else None)
+            for linear, activation in layers]  # fmt: skip
+
+
+def _torch_layers(sequentials: list[Any]) -> list[tuple[Any, Any]] | None:
+    """(Linear, torch activation function or None) per layer."""
+    layers = _plain_mlp(sequentials)
+    if layers is None:
+        return None
+    return [(linear, _TORCH_ACTIVATIONS[activation] if activation else None)
+            for linear, activation in layers]  # fmt: skip
 
 
 def _run_layers(layers: list[tuple[Any, Any]], hidden: torch.Tensor) -> torch.Tensor:
