@@ -24,6 +24,9 @@ to the all-cores ceiling.
 stepped in this process. ``--runner-ab`` measures only every feature with the trainer's
 ``LeanEnvRunner`` and with RLlib's ``SingleAgentEnvRunner``, alternated; ``--learner-ab``
 plain PPO and every feature with ``LeanPPOTorchLearner`` and RLlib's ``PPOTorchLearner``.
+``--bounds`` measures only the ceiling and plain PPO (2 runners x 4 envs) and takes the
+iteration apart against 0.6 of the ceiling: the emulator's part, the runners' work beyond
+it, the learner beyond a bare torch update of the same shapes, the synchronous floor.
 ``--against-tree PATH`` measures only the ceiling, plain PPO and every feature (2 runners x 4
 envs) with this checkout's trainer and with another checkout's (``git worktree add PATH
 REV``), each row in a fresh process, the two alternated, and prints where their iterations
@@ -38,6 +41,7 @@ import argparse
 import contextlib
 import dataclasses
 import functools
+import itertools
 import json
 import multiprocessing
 import os
@@ -143,6 +147,14 @@ def stable_baselines(steps: int, envs: int, processes: bool = False) -> float:
 
 
 def training(steps: int, ray_address: str = "", **overrides: object) -> float:
+    rate, timers = timed_training(steps, ray_address, overrides)
+    _print_timers(timers)
+    return rate
+
+
+def timed_training(steps: int, ray_address: str, overrides: dict[str, object]
+                   ) -> tuple[float, list[dict[str, float]]]:  # fmt: skip
+    """The trainer's last env steps/s and each iteration's timers (_recording_timers)."""
     from trainer.config import Deployment
     from trainer.ppo.config import TrainConfig
     from trainer.ppo.run import TrainingRun
@@ -158,8 +170,7 @@ def training(steps: int, ray_address: str = "", **overrides: object) -> float:
         TrainingRun(config, deployment).run(
             on_iteration=lambda status: rates.append(status.steps_per_second)
         )
-    _print_timers(timers)
-    return rates[-1]
+    return rates[-1], timers
 
 
 @contextlib.contextmanager
@@ -210,15 +221,20 @@ def _recording_timers(timers: list[dict[str, float]]) -> Iterator[None]:
             setattr(owner, attribute, original)
 
 
-def _print_timers(timers: list[dict[str, float]]) -> None:
+def _timer_means(timers: list[dict[str, float]]) -> dict[str, float]:
     """Where a 1,024-step iteration went: ms, the mean over the iterations after the first two
-    (Ray's actors warming up)."""
+    (Ray's actors warming up); "rest" is what the timed parts leave."""
     steady = timers[2:] or timers
     names = ("iteration", "sampling", "learner", "sync")
     means = {n: 1000 * float(np.mean([t.get(n, 0.0) for t in steady])) for n in names}
-    rest = means["iteration"] - means["sampling"] - means["learner"] - means["sync"]
-    print(f"  ms per iteration ({len(steady)} iterations): "
-          + ", ".join(f"{n} {v:.0f}" for n, v in means.items()) + f", rest {rest:.0f}", flush=True)  # fmt: skip
+    means["rest"] = means["iteration"] - means["sampling"] - means["learner"] - means["sync"]
+    return means
+
+
+def _print_timers(timers: list[dict[str, float]]) -> None:
+    means = _timer_means(timers)
+    print(f"  ms per iteration ({len(timers[2:] or timers)} iterations): "
+          + ", ".join(f"{n} {v:.0f}" for n, v in means.items()), flush=True)  # fmt: skip
 
 
 def runner_ab(steps: int, rounds: int) -> None:
@@ -270,6 +286,98 @@ def learner_ab(steps: int, rounds: int) -> None:
                       flush=True)  # fmt: skip
     finally:
         algorithm.learner_settings = lean
+
+
+def bounds(steps: int, rounds: int, share: float = 0.6) -> None:
+    """Plain PPO (2 runners x 4 envs) against `share` of the all-cores ceiling, its iteration
+    taken apart: the emulator's part of the sampling, the runners' work beyond it, the learner
+    beyond a bare torch update of the same shapes, and the synchronous iteration's floor
+    (the emulator, then the bare update: what no runner or learner code can go below)."""
+    cores = len(os.sched_getaffinity(0))
+    for round_number in range(1, rounds + 1):
+        ceiling = baseline_all_cores(steps, cores)
+        update_ms = bare_update_ms()
+        rate, timers = timed_training(steps, "", {**shape(8, 2), **PLAIN})
+        parts = _timer_means(timers)
+        emulator_ms = 1000 * (BATCH / 2) / (ceiling / cores)  # a runner's 512 steps, a core each
+        floor_ms = emulator_ms + update_ms
+        print(f"round {round_number}: ceiling {ceiling:,.0f} env steps/s on {cores} cores; "
+              f"{share} of it is a {BATCH:,}-step iteration in {1000 * BATCH / (share * ceiling):.0f} ms\n"
+              f"  plain PPO {rate:,.0f} env steps/s ({rate / ceiling:.2f} of the ceiling): "
+              f"iteration {parts['iteration']:.0f} ms = sampling {parts['sampling']:.0f} + learner "
+              f"{parts['learner']:.0f} + sync {parts['sync']:.0f} + rest {parts['rest']:.0f}\n"
+              f"  sampling: the emulator {emulator_ms:.0f} ms, the runners' work beyond it "
+              f"{parts['sampling'] - emulator_ms:.0f} ms "
+              f"({1000 * (parts['sampling'] - emulator_ms) / (BATCH / 2):.0f} us a step)\n"
+              f"  learner: a bare torch update of the same shapes {update_ms:.0f} ms, the rest "
+              f"{parts['learner'] - update_ms:.0f} ms\n"
+              f"  a synchronous iteration's floor (emulator + bare update) {floor_ms:.0f} ms: "
+              f"{1000 * BATCH / floor_ms / ceiling:.2f} of the ceiling", flush=True)  # fmt: skip
+
+
+def bare_update_ms(repeats: int = 20) -> float:
+    """ms for one PPO update as the trainer's plain row makes it (1,024 rows, 4 epochs of
+    minibatches of 256, a 64x64 tanh actor and critic on the 128-float observation, the
+    clipped surrogate, value loss, entropy and KL terms, fused Adam, one thread) in bare
+    torch: the arithmetic without RLlib's learner around it. Random data: the cost does not
+    depend on the values."""
+    import torch
+    import torch.nn.functional as F
+
+    torch.set_num_threads(1)
+    generator = torch.Generator().manual_seed(0)
+    observation_size, actions, hidden = 128, 9, 64
+
+    def network(outputs: int) -> list[torch.nn.Parameter]:
+        sizes = [observation_size, hidden, hidden, outputs]
+        return [torch.nn.Parameter(torch.randn(shape, generator=generator) * 0.1)
+                for inputs, width in itertools.pairwise(sizes) for shape in ((width, inputs), (width,))]  # fmt: skip
+
+    def forward(parameters: list[torch.nn.Parameter], hidden_: torch.Tensor) -> torch.Tensor:
+        for layer in range(0, len(parameters), 2):
+            hidden_ = F.linear(hidden_, parameters[layer], parameters[layer + 1])
+            if layer + 2 < len(parameters):
+                hidden_ = torch.tanh(hidden_)
+        return hidden_
+
+    actor, critic = network(actions), network(1)
+    optimizer = torch.optim.Adam([*actor, *critic], lr=3e-4, fused=True)
+    batch = {"obs": torch.rand(BATCH, observation_size, generator=generator),
+             "actions": torch.randint(0, actions, (BATCH,), generator=generator),
+             "logp": -torch.rand(BATCH, generator=generator) * 2,
+             "advantages": torch.randn(BATCH, generator=generator),
+             "targets": torch.randn(BATCH, generator=generator),
+             "logits": torch.randn(BATCH, actions, generator=generator)}  # fmt: skip
+
+    def minibatch_step(rows: dict[str, torch.Tensor]) -> None:
+        logits = forward(actor, rows["obs"]).log_softmax(-1)
+        ratio = torch.exp(logits.gather(-1, rows["actions"][:, None])[:, 0] - rows["logp"])
+        old = rows["logits"].log_softmax(-1)
+        kl = (old.exp() * (old - logits)).sum(-1)
+        entropy = -(logits.exp() * logits).sum(-1)
+        surrogate = torch.min(rows["advantages"] * ratio,
+                              rows["advantages"] * ratio.clamp(0.8, 1.2))  # fmt: skip
+        values = forward(critic, rows["obs"])[:, 0]
+        value_loss = (values - rows["targets"]).pow(2).clamp(0, 10)
+        loss = (-surrogate + value_loss - 0.01 * entropy + 0.2 * kl).mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    def update() -> None:
+        with torch.no_grad():  # the value pass GAE needs
+            forward(critic, batch["obs"])
+        for _ in range(SHAPE["num_epochs"]):
+            order = torch.randperm(BATCH, generator=generator)
+            for start in range(0, BATCH, SHAPE["minibatch_size"]):
+                rows = order[start : start + SHAPE["minibatch_size"]]
+                minibatch_step({name: column[rows] for name, column in batch.items()})
+
+    update()
+    started = time.perf_counter()
+    for _ in range(repeats):
+        update()
+    return 1000 * (time.perf_counter() - started) / repeats
 
 
 TREE_ROWS = {"plain PPO": PLAIN, "every feature": {}}
@@ -452,6 +560,8 @@ def main() -> None:
                         help="only the ceiling, plain PPO and every feature, this checkout "
                              "against the one at PATH (git worktree add PATH REV)")  # fmt: skip
     parser.add_argument("--tree-row", choices=TREE_ROWS, help=argparse.SUPPRESS)
+    parser.add_argument("--bounds", action="store_true",
+                        help="only plain PPO's iteration taken apart against 0.6 of the ceiling")  # fmt: skip
     parser.add_argument("--learner-ab", action="store_true",
                         help="only plain PPO and every feature with the lean learner vs RLlib's")  # fmt: skip
     args = parser.parse_args()
@@ -464,6 +574,9 @@ def main() -> None:
         return
     if args.learner_ab:
         learner_ab(steps, args.rounds)
+        return
+    if args.bounds:
+        bounds(steps, args.rounds)
         return
     if args.tree_row:  # one row of --against-tree, in the process it started
         print(f"RATE {training(steps, **shape(8, 2), **TREE_ROWS[args.tree_row])}")
