@@ -58,7 +58,8 @@ from typing import Any
 
 import numpy as np
 
-from koholint.env.zelda import ZeldaEnv
+from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.zelda import Action, ZeldaEnv
 
 
 def baseline(steps: int) -> float:
@@ -221,10 +222,15 @@ def _recording_timers(timers: list[dict[str, float]]) -> Iterator[None]:
             setattr(owner, attribute, original)
 
 
+def _steady(timers: list[dict[str, float]]) -> list[dict[str, float]]:
+    """The iterations after the first two (Ray's actors warming up), if there are any."""
+    return timers[2:] or timers
+
+
 def _timer_means(timers: list[dict[str, float]]) -> dict[str, float]:
-    """Where a 1,024-step iteration went: ms, the mean over the iterations after the first two
-    (Ray's actors warming up); "rest" is what the timed parts leave."""
-    steady = timers[2:] or timers
+    """Where a 1,024-step iteration went: ms, the mean over the steady iterations; "rest" is
+    what the timed parts leave."""
+    steady = _steady(timers)
     names = ("iteration", "sampling", "learner", "sync")
     means = {n: 1000 * float(np.mean([t.get(n, 0.0) for t in steady])) for n in names}
     means["rest"] = means["iteration"] - means["sampling"] - means["learner"] - means["sync"]
@@ -233,7 +239,7 @@ def _timer_means(timers: list[dict[str, float]]) -> dict[str, float]:
 
 def _print_timers(timers: list[dict[str, float]]) -> None:
     means = _timer_means(timers)
-    print(f"  ms per iteration ({len(timers[2:] or timers)} iterations): "
+    print(f"  ms per iteration ({len(_steady(timers))} iterations): "
           + ", ".join(f"{n} {v:.0f}" for n, v in means.items()), flush=True)  # fmt: skip
 
 
@@ -326,7 +332,7 @@ def bare_update_ms(repeats: int = 20) -> float:
 
     torch.set_num_threads(1)
     generator = torch.Generator().manual_seed(0)
-    observation_size, actions, hidden = 128, 9, 64
+    observation_size, actions, hidden = OBSERVATION_SIZE, len(Action), 64
 
     def network(outputs: int) -> list[torch.nn.Parameter]:
         sizes = [observation_size, hidden, hidden, outputs]
