@@ -46,13 +46,15 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from koholint.env.zelda import ZeldaEnv, milestones, progress_level
-from koholint.game.ram import GameplayType, MotionState
+from koholint.game.ram import GameplayType, MotionState, RamAddress
 from koholint.schemas.fields import JsonFloat, JsonInt
 
 MAX_DEMO_STATES = 100_000
 _WORLD = int(GameplayType.WORLD)
 _CREDITS = int(GameplayType.CREDITS)
 _PASS_OUT = int(MotionState.PASS_OUT)
+_HEALTH, _MAX_HEARTS = int(RamAddress.HEALTH), int(RamAddress.MAX_HEARTS)
+HEALTH_PER_HEART = 8
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,10 @@ class CurriculumSettings(BaseModel):
     deadlines: StrictBool = False
     """an episode ends when it falls behind: each milestone the demo reaches at step t after
     the start s must be reached within time_factor * (t - s) + 64 steps"""
+    heal_starts: StrictBool = False
+    """demo starts have Link's hearts full: phase 1's random walk may cross a fight at half a
+    heart, an edge a policy under sticky actions cannot repeat (episodes from the beginning,
+    and every evaluation, keep the game's own health)"""
 
 
 class LocalCurriculum:
@@ -383,11 +389,17 @@ def milestone_count(zelda: ZeldaEnv) -> int:
 
 
 def demo_states(
-    trajectory: bytes, env: gym.Env[np.ndarray, Any], *, every: int = 8, seed: int = 0
+    trajectory: bytes,
+    env: gym.Env[np.ndarray, Any],
+    *,
+    every: int = 8,
+    seed: int = 0,
+    heal: bool = False,
 ) -> list[DemoState]:
     """Replay `trajectory` (one action per byte) in `env` — the env it was found in, wrappers
     such as hybrid control included — from its configured start, and save a state every
-    `every` steps (and at the start), stopping before the winning step."""
+    `every` steps (and at the start), stopping before the winning step; with `heal`, each
+    saved state has Link's hearts full (the replay itself goes on as it was)."""
     if every < 1:
         raise ValueError(f"every {every} must be >= 1")
     zelda = env.unwrapped
@@ -399,11 +411,25 @@ def demo_states(
             "sticky_action_probability=0 and latch_steps=1 (phase 1 explored without them)"
         )
     env.reset(seed=seed)
-    states = [DemoState(0, zelda.gameboy.save_state(), milestone_count(zelda))]
+    states = [DemoState(0, _saved(zelda, heal), milestone_count(zelda))]
     for index, action in enumerate(trajectory[:-1], start=1):
         _, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             raise ValueError(f"the trajectory ended the episode at step {index}, before its end")
         if index % every == 0 and not zelda.raw_state.transition:
-            states.append(DemoState(index, zelda.gameboy.save_state(), milestone_count(zelda)))
+            states.append(DemoState(index, _saved(zelda, heal), milestone_count(zelda)))
     return states
+
+
+def _saved(zelda: ZeldaEnv, heal: bool) -> bytes:
+    """The game's state now; with `heal`, as if Link's hearts were full. The health byte is
+    put back at once, so the emulator goes on exactly as it would have."""
+    memory = zelda.gameboy.memory
+    health, full = memory[_HEALTH], memory[_MAX_HEARTS] * HEALTH_PER_HEART
+    if not heal or not 0 < health < full:  # 0: passing out, a start no heal should hide
+        return zelda.gameboy.save_state()
+    memory[_HEALTH] = full
+    try:
+        return zelda.gameboy.save_state()
+    finally:
+        memory[_HEALTH] = health

@@ -76,15 +76,17 @@ def winning_demo(
     start_state: str | None = "start_of_play",
     frame_skip: int = 4,
     planner: bool = True,
+    heal: bool = False,
 ) -> list[DemoState]:
     """States along a phase-1 trajectory, every `every` steps, replayed in the env it was
-    found in: the backward curriculum's starts (``koholint.explore.curriculum``)."""
+    found in: the backward curriculum's starts (``koholint.explore.curriculum``); `heal`:
+    with Link's hearts full."""
     env = exploration_env(
         start_state=start_state, frame_skip=frame_skip, planner=planner,
         max_episode_steps=_room_for(actions),
     )  # fmt: skip
     try:
-        return demo_states(actions, env, every=every)
+        return demo_states(actions, env, every=every, heal=heal)
     finally:
         env.close()
 

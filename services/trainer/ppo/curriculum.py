@@ -62,7 +62,7 @@ def build_curriculum(
     every: int = DEMO_STATE_EVERY,
 ) -> LocalCurriculum:
     actions = read_trajectory(settings.trajectory)
-    demo = winning_demo(actions, every=every)
+    demo = winning_demo(actions, every=every, heal=settings.heal_starts)
     return LocalCurriculum(
         demo, len(actions), settings, window=window, max_episode_steps=max_episode_steps
     )

@@ -347,3 +347,32 @@ def test_passing_out_can_be_played_on():
     steps, passed_out, _ = _pass_out_run(end_on_death=False)
     assert passed_out
     assert steps == 2 * (984 - 768) + 64  # played on to the budget
+
+
+def test_healed_demo_starts_have_full_hearts_and_the_replay_goes_on_unchanged():
+    """Seed 0's win crosses the key hall at half a heart (step 704 on): healed, those starts
+    have Link's three hearts, and apart from that byte each state is the replay's own."""
+    actions = (WIN_DIRECTORY / "explore-seed0.actions").read_bytes()[:777]
+    plain = winning_demo(actions, every=8)
+    walker = exploration_env(start_state="start_of_play", frame_skip=4, planner=True)
+    healed = demo_states(actions, walker, every=8, heal=True)
+    assert walker.unwrapped.raw_state.health == 4  # the replay itself ends at half a heart
+    walker.close()
+    assert [(s.step, s.milestones) for s in healed] == [(s.step, s.milestones) for s in plain]
+    env = ZeldaEnv(info_state=False)
+    health = int(RamAddress.HEALTH)
+
+    def memory_of(state: bytes) -> list[int]:
+        env.reset(seed=0, options={"start_state": state})
+        return [env.unwrapped.gameboy.memory[address] for address in range(0xC000, 0xE000)]
+
+    hurt = 0
+    for ours, theirs in zip(healed[::4], plain[::4], strict=True):
+        mine, replayed = memory_of(ours.state), memory_of(theirs.state)
+        full = replayed[int(RamAddress.MAX_HEARTS) - 0xC000] * 8
+        assert mine[health - 0xC000] == full
+        hurt += replayed[health - 0xC000] < full
+        mine[health - 0xC000] = replayed[health - 0xC000]
+        assert mine == replayed, f"step {ours.step}: healing changed more than the health"
+    assert hurt > 10  # the test crossed the hurt stretch, not only full-health starts
+    env.close()

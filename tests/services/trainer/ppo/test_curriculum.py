@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from koholint.env.zelda import Action
+from koholint.env.zelda import Action, ZeldaEnv
 from koholint.explore import ExploreConfig
 from koholint.explore.shorten import winner
 from koholint.schemas.trainer import RunStatus
@@ -162,3 +162,19 @@ def test_phase_ones_win_is_shortened_within_its_budget_and_counted(tmp_path: Pat
     assert 30_000 <= summary["shorten_env_steps"] < 30_000 + 3 * len(win)  # the budget held
     assert status.env_steps == summary["total_env_steps"] == 391_179 + summary["shorten_env_steps"]
     assert summary["shortened_steps"] == len(short)
+
+
+def test_heal_starts_reaches_the_demo_states(tmp_path: Path):
+    """The setting is the trainer's, the healing the library's: the starts it builds are
+    healed (the seed-0 win loses half a heart at step 77)."""
+    path = tmp_path / "win.actions"
+    path.write_bytes((WIN_DIRECTORY / "explore-seed0.actions").read_bytes()[:137])
+    config = TrainConfig.load({"phase": "robustify", "curriculum": {"trajectory": str(path), "heal_starts": True}}, {})  # fmt: skip
+    healed = build_curriculum(config.curriculum, 4096).demo[-1].state
+    plain = build_curriculum(config.curriculum.model_copy(update={"heal_starts": False}), 4096)
+    env = ZeldaEnv(info_state=False)
+    env.reset(seed=0, options={"start_state": plain.demo[-1].state})
+    assert env.unwrapped.raw_state.health < 24
+    env.reset(seed=0, options={"start_state": healed})
+    assert env.unwrapped.raw_state.health == 24
+    env.close()
