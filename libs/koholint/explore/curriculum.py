@@ -54,7 +54,7 @@ _WORLD = int(GameplayType.WORLD)
 _CREDITS = int(GameplayType.CREDITS)
 _PASS_OUT = int(MotionState.PASS_OUT)
 _HEALTH, _MAX_HEARTS = int(RamAddress.HEALTH), int(RamAddress.MAX_HEARTS)
-HEALTH_PER_HEART = 8
+_HEALTH_PER_HEART = 8
 
 
 @dataclass(frozen=True)
@@ -424,9 +424,11 @@ def demo_states(
 def _saved(zelda: ZeldaEnv, heal: bool) -> bytes:
     """The game's state now; with `heal`, as if Link's hearts were full. The health byte is
     put back at once, so the emulator goes on exactly as it would have."""
+    if not heal:
+        return zelda.gameboy.save_state()
     memory = zelda.gameboy.memory
-    health, full = memory[_HEALTH], memory[_MAX_HEARTS] * HEALTH_PER_HEART
-    if not heal or not 0 < health < full:  # 0: passing out, a start no heal should hide
+    health, full = memory[_HEALTH], memory[_MAX_HEARTS] * _HEALTH_PER_HEART
+    if not 0 < health < full:  # 0: passing out, a start no heal should hide
         return zelda.gameboy.save_state()
     memory[_HEALTH] = full
     try:
