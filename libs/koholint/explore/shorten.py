@@ -6,8 +6,8 @@ empty air). As a demonstration they hurt: the policy imitates them where it stan
 and there it stays (seen in the robustified policy: 1,000 steps pressing A against the
 lock hall's wall). ``shorten`` walks the runs of identical actions from the start and
 drops each one — or, failing that, its second half — when the trajectory without it still
-wins when replayed, deterministically, in the env phase 1 explored. Before that it cuts
-the loops: from a state to the last later state in the same cell (room, 8-pixel tile,
+wins when replayed, deterministically, in the env phase 1 explored. Before that, and again
+after it, it cuts the loops: from a state to the last later state in the same cell (room, 8-pixel tile,
 progress, what Link holds, enemies alive, the block), when the trajectory without the
 detour still wins. Dropping single runs cannot remove a detour (39 steps left, then 34
 right: without either half Link ends elsewhere), and a detour is worse than a pause as a
@@ -178,15 +178,37 @@ def shorten(
     actions: bytes, wins: Callable[[bytes], bool] | None = None, *, loops: bool = True
 ) -> Shortened:
     """`actions` without the loops and the runs (or second halves of runs) the win did not
-    need (loops only with a WinCheck: they need the states along the way)."""
+    need (loops only with a WinCheck: they need the states along the way). The loops are cut
+    again after the runs: a dropped run can bring a detour's two ends into one cell (seed 2's
+    win left the dungeon's first room and came back in; only the second pass cut it)."""
     check = wins or winner()
     if not check(actions):
         raise ValueError("the trajectory does not win as given: nothing to shorten")
-    current, replays, cursor = actions, 1, 0
     states = check if isinstance(check, WinCheck) else None  # prefixes, loops, a budget
+    current, replays = actions, 1
     if loops and states:
-        current, loop_checks = without_loops(current, states)
-        replays += loop_checks
+        current, checks = without_loops(current, states)
+        replays += checks
+    before_runs = len(current)
+    current, checks = without_idle_runs(current, check, states)
+    replays += checks
+    if loops and states and len(current) < before_runs and not states.spent:
+        current, checks = without_loops(current, states)
+        replays += checks
+    if states and not states.full(current):
+        raise RuntimeError(
+            "the shortened trajectory does not win replayed from the start: a state saved at "
+            "rest did not play on as the replay does (a bug; shorten with a plain callable)"
+        )
+    return Shortened(current, replays)
+
+
+def without_idle_runs(
+    actions: bytes, check: Callable[[bytes], bool], states: WinCheck | None
+) -> tuple[bytes, int]:
+    """`actions` without the runs of one action (or their second halves) the win did not
+    need, from the start on; the checks it took."""
+    current, checks, cursor = actions, 0, 0
     while cursor < len(current) and not (states and states.spent):
         if states:
             states.rebase(current[:cursor])
@@ -194,14 +216,9 @@ def shorten(
         for drop in (length, length // 2) if length > 1 else (length,):
             keep = length - drop
             candidate = current[: cursor + keep] + current[cursor + length :]
-            replays += 1
+            checks += 1
             if candidate and check(candidate):
                 current, length = candidate, keep
                 break
         cursor += length
-    if states and not states.full(current):
-        raise RuntimeError(
-            "the shortened trajectory does not win replayed from the start: a state saved at "
-            "rest did not play on as the replay does (a bug; shorten with a plain callable)"
-        )
-    return Shortened(current, replays)
+    return current, checks

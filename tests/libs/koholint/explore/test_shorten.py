@@ -7,7 +7,14 @@ from pathlib import Path
 import pytest
 
 from koholint.env.zelda import Action
-from koholint.explore.shorten import MIN_LOOP, run_length, shorten, winner, without_loops
+from koholint.explore.shorten import (
+    MIN_LOOP,
+    WinCheck,
+    run_length,
+    shorten,
+    winner,
+    without_loops,
+)
 
 WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
 
@@ -23,6 +30,43 @@ def test_runs_that_did_not_matter_are_dropped():
     assert result.actions == bytes([4] * 4 + [5] * 2)  # the spam and UPs gone, runs halved
     assert needs_three_rights_then_a(result.actions)
     assert result.replays > 1
+
+
+class GridWalk(WinCheck):
+    """A stand-in game with states, for the order of the cuts: Link walks a grid from (0, 0)
+    (LEFT, RIGHT, UP, DOWN move one cell), and A (5) wins at the door, x == 0."""
+
+    MOVES = {Action.LEFT: (-1, 0), Action.RIGHT: (1, 0), Action.UP: (0, -1), Action.DOWN: (0, 1)}
+
+    def __init__(self) -> None:  # no emulator: the cells are the walk's own
+        self.steps, self.budget = 0, None
+
+    def __call__(self, actions: bytes) -> bool:
+        self.steps += len(actions)
+        return actions.endswith(b"\x05") and self.cells(actions)[-1][0] == 0
+
+    def full(self, actions: bytes) -> bool:
+        return self(actions)
+
+    def rebase(self, prefix: bytes) -> None:
+        pass
+
+    def cells(self, actions: bytes) -> list:
+        x, y, cells = 0, 0, []
+        for action in actions:
+            dx, dy = self.MOVES.get(Action(action), (0, 0))
+            x, y = x + dx, y + dy
+            cells.append((x, y))
+        return cells
+
+
+def test_a_detour_whose_ends_meet_only_once_a_run_is_dropped_is_cut_too():
+    out_and_back = bytes([Action.LEFT] * 10 + [Action.DOWN] + [Action.RIGHT] * 10 + [Action.A])
+    check = GridWalk()
+    assert without_loops(out_and_back, check)[0] == out_and_back  # the ends a row apart
+    result = shorten(out_and_back, check)
+    # the DOWN was not needed; without it the walk out and back is a loop, cut to one step each
+    assert result.actions == bytes([Action.LEFT, Action.RIGHT, Action.A])
 
 
 def test_a_trajectory_that_does_not_win_is_refused():
