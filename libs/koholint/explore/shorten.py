@@ -93,8 +93,11 @@ class WinCheck:
         return cells
 
     def rebase(self, prefix: bytes) -> None:
-        """Move the base state forward along `prefix` (which must begin with the base)."""
-        if not prefix.startswith(self._base) or len(prefix) - len(self._base) < BASE_EVERY:
+        """Move the base state forward along `prefix`; from the start where `prefix` does not
+        begin with the base (a pass that begins again at the start, after cuts behind it)."""
+        if not prefix.startswith(self._base):
+            self._base, self._base_state = b"", None
+        if len(prefix) - len(self._base) < BASE_EVERY:
             return
         self._reset_for(prefix)
         for index in range(len(self._base), len(prefix)):

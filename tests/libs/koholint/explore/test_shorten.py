@@ -142,6 +142,15 @@ def test_a_check_replays_from_its_base_only_what_begins_with_it():
         winner().rebase((WIN / "explore-seed0-short.actions").read_bytes())
 
 
+def test_a_base_the_prefix_no_longer_begins_with_moves_onto_the_new_prefix():
+    wins = winner()
+    wins.rebase(bytes([Action.RIGHT] * 40))
+    wins.rebase(bytes([Action.LEFT] * 40))  # a pass begun again from the start, after a cut
+    before = wins.steps
+    assert not wins(bytes([Action.LEFT] * 40 + [Action.UP] * 5))
+    assert wins.steps - before <= 5 + 24  # from a base on the new prefix, not from the start
+
+
 def test_a_win_check_counts_the_steps_its_replays_took():
     wins = winner()
     assert not wins(bytes([4] * 10))  # ten steps right from start_of_play: no credits
