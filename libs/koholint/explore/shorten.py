@@ -7,9 +7,9 @@ and there it stays (seen in the robustified policy: 1,000 steps pressing A again
 lock hall's wall). ``shorten`` walks the runs of identical actions from the start and
 drops each one — or, failing that, its second half — when the trajectory without it still
 wins when replayed, deterministically, in the env phase 1 explored. Before that, and again
-after it, it cuts the loops: from a state to the last later state in the same cell (room, 8-pixel tile,
-progress, what Link holds, enemies alive, the block), when the trajectory without the
-detour still wins. Dropping single runs cannot remove a detour (39 steps left, then 34
+after it, it cuts the loops: from a state to the last later state in the same cell (room,
+8-pixel tile, progress, what Link holds, enemies alive, the block), when the trajectory
+without the detour still wins. Dropping single runs cannot remove a detour (39 steps left, then 34
 right: without either half Link ends elsewhere), and a detour is worse than a pause as a
 demonstration: a policy that sees the same place on the way out and on the way back cannot
 both go on and turn, and stays (seen: a quarter of one robustified policy's episodes
