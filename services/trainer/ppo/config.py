@@ -88,6 +88,10 @@ class Curriculum(CurriculumSettings):
     clone_epochs: JsonInt = Field(0, ge=0, le=10_000)
     """behaviour cloning of the trajectory into the policy before PPO: passes over its steps
     (0 = off; trainer/ppo/rllib/warm_start.py)"""
+    clone_fights: JsonInt = Field(0, ge=0, le=64)
+    """with clone_epochs: a scripted fighter's clean fights, this many from each of the
+    trajectory's states inside a fight, are cloned with it (0 = off;
+    koholint.explore.fights: the trajectory fights as a random walk does)"""
 
 
 class SelfImitation(_Group):
@@ -281,6 +285,12 @@ class TrainConfig(BaseSettings):
                 "curriculum.trajectory",
             )
         self._check_evaluation()
+        if self.curriculum.clone_fights and not self.curriculum.clone_epochs:
+            raise TrainConfigError(
+                "curriculum.clone_fights needs curriculum.clone_epochs: the fights are cloned "
+                "with the trajectory; set clone_epochs (the recipe's 400) or clone_fights=0",
+                "curriculum.clone_fights",
+            )
         if self.train_batch_size < self.minibatch_size:
             raise TrainConfigError(
                 f"train_batch_size={self.train_batch_size} is smaller than minibatch_size="

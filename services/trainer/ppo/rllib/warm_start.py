@@ -38,20 +38,29 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
     what it did (None when cloning is off or there is no trajectory)."""
     from koholint.env.zelda import EnvConfig
     from koholint.explore.demo import demo_transitions
+    from koholint.explore.fights import fight_transitions
 
     epochs = config.curriculum.clone_epochs
     if not epochs or not config.curriculum.trajectory:
         return None
     actions = Path(config.curriculum.trajectory).read_bytes()
-    demo = demo_transitions(actions, EnvConfig.parse(config.env.model_dump()))
+    env_config = EnvConfig.parse(config.env.model_dump())
+    demo = demo_transitions(actions, env_config)
+    observations, targets, fights = demo.observations, demo.actions, {}
+    if config.curriculum.clone_fights:
+        fought = fight_transitions(actions, demo, env_config,
+                                   episodes=config.curriculum.clone_fights)  # fmt: skip
+        observations = np.concatenate([observations, fought.transitions.observations])
+        targets = np.concatenate([targets, fought.transitions.actions])
+        fights = {"fight_starts": fought.starts, "fights": fought.fights,
+                  "fights_cleared": fought.cleared, "fight_steps": len(fought.transitions.actions)}  # fmt: skip
     fit = functools.partial(
-        _clone, observations=demo.observations, actions=demo.actions, epochs=epochs,
-        seed=config.seed,
+        _clone, observations=observations, actions=targets, epochs=epochs, seed=config.seed,
     )  # fmt: skip
     report: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][0]
     algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
                                        inference_only=True, timeout_seconds=60.0)  # fmt: skip
-    report = {"demo_steps": len(demo.actions), "epochs": epochs, **report}
+    report = {"demo_steps": len(demo.actions), **fights, "epochs": epochs, **report}
     (run_dir / "warm_start.json").write_text(json.dumps(report, indent=1) + "\n")
     logger.info("cloned the demonstration: accuracy %.3f -> %.3f", report["accuracy_before"],
                 report["accuracy_after"], extra={"event": "warm_start"})  # fmt: skip

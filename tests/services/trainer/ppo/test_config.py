@@ -103,6 +103,7 @@ def test_every_setting_is_covered_and_named_once():
 # Settings that only work with others set (TrainConfig.check): the environment gives those.
 NEEDS = {
     "evaluation.every_env_steps": {"KOHOLINT_TRAINER_PLANNER": "rules"},
+    "curriculum.clone_fights": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
     "evaluation.stop_at_win_rate": {"KOHOLINT_TRAINER_PLANNER": "rules",
                                     "KOHOLINT_TRAINER_EVALUATION__EVERY_ENV_STEPS": "1000"},
 }  # fmt: skip
@@ -245,6 +246,8 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"env": {"start_state": "anywhere"}}, {}, "env.start_state", "named state"),
         ({"env": {"bogus": 1}}, {}, "env.bogus", "Extra inputs"),
         ({"curriculum": {"threshold": 2}}, {}, "curriculum.threshold", "less than or equal to 1"),
+        ({"curriculum": {"clone_fights": 2}}, {}, "curriculum.clone_fights", "needs curriculum.clone_epochs"),
+        ({"curriculum": {"clone_fights": 65, "clone_epochs": 1}}, {}, "curriculum.clone_fights", "less than or equal to 64"),
         ({}, {"KOHOLINT_TRAINER_SIL__CAPACITY": "0"}, "sil.capacity", "KOHOLINT_TRAINER_SIL__CAPACITY"),
         ({"planner": "gpt"}, {}, "planner", "'off', 'rules', 'local', 'llm-d' or 'http'"),
         ({"run": "a+b"}, {}, "run", "String should match pattern"),

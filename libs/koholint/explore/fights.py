@@ -1,0 +1,141 @@
+"""Clean fights for the warm start: a scripted fighter clears the rooms the demonstration
+fights in, from the demonstration's own states, under the training env's sticky actions.
+
+Phase 1's demonstration fights the way a random walk does: seed 2's took 324 steps and
+three hits to clear the key hall, and the shortening cannot cut a fight, because the
+enemies move on the game's RNG. Cloning that teaches flailing. The fighter below (walk
+along the larger gap to the nearest enemy, swing when it is within the sword's reach in
+front) clears the key hall from every start it was tried on (BENCHMARKS.md); its steps
+join the demonstration's in the warm start (``curriculum.clone_fights``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from koholint.env.encoding import SLOT_INDEX
+from koholint.env.wrappers import PlannerControlWrapper
+from koholint.env.zelda import EnvConfig, ZeldaEnv
+from koholint.explore.curriculum import demo_states
+from koholint.explore.demo import DemoTransitions
+from koholint.planning.backends import RulesBackend
+from koholint.schemas.env import Action
+
+SWORD_REACH = (0.0, 24.0)
+"""How far in front of Link (pixels along his facing) the sword hits: its box is centred
+12 px ahead and 12 px wide each side (cartridge/src/world.c, sword_hits)."""
+SWORD_SIDE = 12.0
+MAX_FIGHT_STEPS = 256
+"""A fight that takes longer is not a clean one: its steps are not cloned."""
+FACINGS = ("right", "left", "up", "down")
+
+
+def fight_action(observation: np.ndarray) -> int | None:
+    """The fighter's action, or None when no enemy is left in the room."""
+    if observation[SLOT_INDEX["enemy_nearby"]] < 0.5:
+        return None
+    dx = float(observation[SLOT_INDEX["nearest_enemy_dx"]]) * 160
+    dy = float(observation[SLOT_INDEX["nearest_enemy_dy"]]) * 128
+    facing = FACINGS[int(np.argmax([observation[SLOT_INDEX[f"facing_{f}"]] for f in FACINGS]))]
+    along, across = {"right": (dx, dy), "left": (-dx, dy), "up": (-dy, dx), "down": (dy, dx)}[
+        facing
+    ]
+    if SWORD_REACH[0] < along < SWORD_REACH[1] and abs(across) < SWORD_SIDE:
+        return int(Action.B if observation[SLOT_INDEX["sword_in_b"]] > 0.5 else Action.A)
+    if abs(dx) >= abs(dy):
+        return int(Action.RIGHT if dx > 0 else Action.LEFT)
+    return int(Action.DOWN if dy > 0 else Action.UP)
+
+
+@dataclass(frozen=True)
+class FightReport:
+    """The fighter's data: its transitions and how many of its fights were clean."""
+
+    transitions: DemoTransitions
+    starts: int
+    fights: int
+    cleared: int
+
+
+def fight_steps(demo: DemoTransitions, every: int) -> list[int]:
+    """Demo steps (multiples of `every`) inside a fight: from entering a room the
+    demonstration kills in to its last kill there, while an enemy is left."""
+    kills = np.rint(demo.observations[:, SLOT_INDEX["kills"]] * 255).astype(int)
+    rooms = [tuple(row) for row in demo.observations[:, [SLOT_INDEX["indoor"], SLOT_INDEX[
+        "map_id"], SLOT_INDEX["room_id"]]].tolist()]  # fmt: skip
+    enemy = demo.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5
+    steps: list[int] = []
+    entered = 0
+    for step in range(1, len(rooms)):
+        if rooms[step] != rooms[step - 1]:
+            entered = step
+        if kills[step] > kills[step - 1]:  # a kill in this visit: its fight began at entry
+            steps.extend(s for s in range(entered, step) if s % every == 0 and enemy[s])
+            entered = step
+    return sorted(set(steps))
+
+
+def fight_transitions(
+    actions: bytes, demo: DemoTransitions, env_config: EnvConfig, *, episodes: int,
+    every: int = 8,
+) -> FightReport:  # fmt: skip
+    """The fighter's steps from each of the demonstration's fight states (`fight_steps`),
+    `episodes` times each with seeds 0.., under `env_config`'s sticky actions; only fights
+    that clear the room without a death within MAX_FIGHT_STEPS are kept."""
+    if episodes < 1:
+        raise ValueError(f"episodes {episodes}: use >= 1 fights per start")
+    wanted = fight_steps(demo, every)
+    observations: list[np.ndarray] = []
+    chosen: list[int] = []
+    fights = cleared = 0
+    if wanted:
+        replay = PlannerControlWrapper(
+            ZeldaEnv(env_config.replaced(
+                start_state="start_of_play", sticky_action_probability=0.0, latch_steps=1,
+                cartridge_seed=0, info_state=False, max_episode_steps=2 * len(actions) + 2,
+            )), RulesBackend(),
+        )  # fmt: skip
+        try:
+            states = demo_states(actions[: wanted[-1] + 1], replay, every=every, heal=True)
+        finally:
+            replay.close()
+        for start in [s for s in states if s.step in set(wanted)]:
+            for seed in range(episodes):
+                fight = _fight(start.state, env_config, seed)
+                fights += 1
+                if fight is not None:
+                    cleared += 1
+                    observations.extend(fight[0])
+                    chosen.extend(fight[1])
+    size = demo.observations.shape[1]
+    return FightReport(
+        DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
+                        np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
+        starts=len(wanted), fights=fights, cleared=cleared,
+    )  # fmt: skip
+
+
+def _fight(
+    state: bytes, env_config: EnvConfig, seed: int
+) -> tuple[list[np.ndarray], list[int]] | None:
+    """One fight from `state`: its observations and actions, or None if it was not clean."""
+    env = ZeldaEnv(env_config.replaced(start_state=state, info_state=False,
+                                       max_episode_steps=MAX_FIGHT_STEPS))  # fmt: skip
+    observations: list[np.ndarray] = []
+    chosen: list[int] = []
+    try:
+        observation, _ = env.reset(seed=seed)
+        for _ in range(MAX_FIGHT_STEPS):
+            action = fight_action(observation)
+            if action is None:
+                return observations, chosen
+            observations.append(observation)
+            chosen.append(action)
+            observation, _, terminated, truncated, info = env.step(action)
+            if info["reward_components"]["death"] or terminated or truncated:
+                return None
+        return None
+    finally:
+        env.close()

@@ -1,0 +1,85 @@
+"""The scripted fighter whose clean fights join the demonstration in the warm start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
+from koholint.env.zelda import EnvConfig
+from koholint.explore.demo import DemoTransitions, demo_transitions
+from koholint.explore.fights import fight_action, fight_steps, fight_transitions
+from koholint.schemas.env import Action
+
+WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0-short.actions"
+
+
+def observation(dx: float | None, dy: float = 0.0, facing: str = "right", sword_in_b: bool = True):
+    """An observation with the nearest enemy `dx`, `dy` pixels away (None: no enemy)."""
+    obs = np.zeros(OBSERVATION_SIZE, np.float32)
+    obs[SLOT_INDEX[f"facing_{facing}"]] = 1.0
+    obs[SLOT_INDEX["sword_in_b"]] = float(sword_in_b)
+    obs[SLOT_INDEX["sword_in_a"]] = float(not sword_in_b)
+    if dx is not None:
+        obs[SLOT_INDEX["enemy_nearby"]] = 1.0
+        obs[SLOT_INDEX["nearest_enemy_dx"]] = dx / 160
+        obs[SLOT_INDEX["nearest_enemy_dy"]] = dy / 128
+    return obs
+
+
+@pytest.mark.parametrize(
+    ("obs", "action"),
+    [
+        (observation(16, 4), Action.B),  # in reach, in front: swing
+        (observation(16, 4, sword_in_b=False), Action.A),  # the sword on A
+        (observation(-16, 0, facing="left"), Action.B),
+        (observation(3, 18, facing="down"), Action.B),
+        (observation(-16, 0), Action.LEFT),  # behind: turn toward it
+        (observation(40, 2), Action.RIGHT),  # out of reach: close the larger gap
+        (observation(10, -30), Action.UP),
+        (observation(16, 20), Action.DOWN),  # beside the sword's box, not in it
+    ],
+)
+def test_the_fighter_swings_at_what_is_in_reach_and_closes_on_what_is_not(obs, action):
+    assert fight_action(obs) == action
+
+
+def test_no_enemy_left_ends_the_fight():
+    assert fight_action(observation(None)) is None
+
+
+def test_fight_steps_run_from_entering_a_room_to_its_last_kill_while_an_enemy_is_left():
+    rooms = [1] * 10 + [2] * 20 + [3] * 10  # the kills are in room 2 at steps 20 and 26
+    kills = [0] * 20 + [1] * 6 + [2] * 14
+    obs = np.zeros((40, OBSERVATION_SIZE), np.float32)
+    obs[:, SLOT_INDEX["room_id"]] = np.array(rooms) / 255
+    obs[:, SLOT_INDEX["kills"]] = np.array(kills) / 255
+    obs[:26, SLOT_INDEX["enemy_nearby"]] = 1.0
+    obs[12, SLOT_INDEX["enemy_nearby"]] = 0.0  # an enemy out of the tables for a step
+    demo = DemoTransitions(obs, np.zeros(40, np.int64), np.zeros(40, np.float32))
+    assert fight_steps(demo, every=2) == [10, 14, 16, 18, 20, 22, 24]
+
+
+def test_the_fighter_clears_the_key_hall_from_the_demonstrations_states():
+    """Real PyBoy on a committed win: every fight state yields clean fights, and their
+    steps are the fighter's actions on the observations it saw, all with an enemy left."""
+    actions = WIN.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25, "reward_mode": "progress"})
+    demo = demo_transitions(actions, config)
+    report = fight_transitions(actions, demo, config, episodes=2)
+    assert report.starts >= 4
+    assert report.fights == 2 * report.starts
+    assert report.cleared >= 0.9 * report.fights  # 36 of 36 when written
+    fought = report.transitions
+    assert fought.observations.shape == (len(fought.actions), OBSERVATION_SIZE)
+    assert (fought.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5).all()
+    assert [fight_action(o) for o in fought.observations[:50]] == fought.actions[:50].tolist()
+
+
+def test_a_fight_needs_at_least_one_episode():
+    demo = DemoTransitions(np.zeros((1, OBSERVATION_SIZE), np.float32), np.zeros(1, np.int64),
+                           np.zeros(1, np.float32))  # fmt: skip
+    with pytest.raises(ValueError, match="episodes 0"):
+        fight_transitions(b"\x00", demo, EnvConfig(), episodes=0)
