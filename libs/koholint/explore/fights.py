@@ -18,7 +18,7 @@ import numpy as np
 from koholint.env.encoding import SLOT_INDEX
 from koholint.env.wrappers import PlannerControlWrapper
 from koholint.env.zelda import EnvConfig, ZeldaEnv
-from koholint.explore.curriculum import demo_states
+from koholint.explore.curriculum import DemoState, demo_states
 from koholint.explore.demo import DemoTransitions
 from koholint.planning.backends import RulesBackend
 from koholint.schemas.env import Action
@@ -86,35 +86,43 @@ def fight_transitions(
     that clear the room without a death within MAX_FIGHT_STEPS are kept."""
     if episodes < 1:
         raise ValueError(f"episodes {episodes}: use >= 1 fights per start")
-    wanted = fight_steps(demo, every)
+    starts = _fight_states(actions, env_config, fight_steps(demo, every), every)
     observations: list[np.ndarray] = []
     chosen: list[int] = []
-    fights = cleared = 0
-    if wanted:
-        replay = PlannerControlWrapper(
-            ZeldaEnv(env_config.replaced(
-                start_state="start_of_play", sticky_action_probability=0.0, latch_steps=1,
-                cartridge_seed=0, info_state=False, max_episode_steps=2 * len(actions) + 2,
-            )), RulesBackend(),
-        )  # fmt: skip
-        try:
-            states = demo_states(actions[: wanted[-1] + 1], replay, every=every, heal=True)
-        finally:
-            replay.close()
-        for start in [s for s in states if s.step in set(wanted)]:
-            for seed in range(episodes):
-                fight = _fight(start.state, env_config, seed)
-                fights += 1
-                if fight is not None:
-                    cleared += 1
-                    observations.extend(fight[0])
-                    chosen.extend(fight[1])
+    cleared = 0
+    for start in starts:
+        for seed in range(episodes):
+            fight = _fight(start.state, env_config, seed)
+            if fight is not None:
+                cleared += 1
+                observations.extend(fight[0])
+                chosen.extend(fight[1])
     size = demo.observations.shape[1]
     return FightReport(
         DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
                         np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
-        starts=len(wanted), fights=fights, cleared=cleared,
+        starts=len(starts), fights=len(starts) * episodes, cleared=cleared,
     )  # fmt: skip
+
+
+def _fight_states(
+    actions: bytes, env_config: EnvConfig, steps: list[int], every: int
+) -> list[DemoState]:
+    """The demonstration's healed states at `steps` (those mid-transition have none)."""
+    if not steps:
+        return []
+    replay = PlannerControlWrapper(
+        ZeldaEnv(env_config.replaced(
+            start_state="start_of_play", sticky_action_probability=0.0, latch_steps=1,
+            cartridge_seed=0, info_state=False, max_episode_steps=2 * len(actions) + 2,
+        )), RulesBackend(),
+    )  # fmt: skip
+    try:
+        states = demo_states(actions[: steps[-1] + 1], replay, every=every, heal=True)
+    finally:
+        replay.close()
+    wanted = set(steps)
+    return [state for state in states if state.step in wanted]
 
 
 def _fight(
