@@ -20,6 +20,10 @@ from koholint.env.wrappers import PlannerControlWrapper
 from koholint.env.zelda import EnvConfig, ZeldaEnv
 from koholint.explore.curriculum import DemoState, demo_states
 from koholint.explore.demo import DemoTransitions
+from koholint.game.emulator import Button
+from koholint.game.navigation import NoPathError, next_step
+from koholint.game.ram import RamReader
+from koholint.game.tiles import Metatile
 from koholint.planning.backends import RulesBackend
 from koholint.schemas.env import Action
 
@@ -30,6 +34,11 @@ SWORD_SIDE = 12.0
 MAX_FIGHT_STEPS = 256
 """A fight that takes longer is not a clean one: its steps are not cloned."""
 FACINGS = ("right", "left", "up", "down")
+KEY_WAIT_STEPS = 4
+"""Steps waited after the last enemy is gone for a key to appear: it dies in a 12-frame
+puff (cartridge/src/actors.c, DYING_FRAMES) and the room's key is placed after it."""
+BUTTON_ACTIONS = {Button.UP: Action.UP, Button.DOWN: Action.DOWN, Button.LEFT: Action.LEFT,
+                  Button.RIGHT: Action.RIGHT}  # fmt: skip
 
 
 def fight_action(observation: np.ndarray) -> int | None:
@@ -128,22 +137,48 @@ def _fight_states(
 def _fight(
     state: bytes, env_config: EnvConfig, seed: int
 ) -> tuple[list[np.ndarray], list[int]] | None:
-    """One fight from `state`: its observations and actions, or None if it was not clean."""
+    """One fight from `state`, then the walk to the key the cleared room shows: their
+    observations and actions, or None if it was not clean (a death, or too long)."""
     env = ZeldaEnv(env_config.replaced(start_state=state, info_state=False,
                                        max_episode_steps=MAX_FIGHT_STEPS))  # fmt: skip
     observations: list[np.ndarray] = []
     chosen: list[int] = []
     try:
         observation, _ = env.reset(seed=seed)
+        waited = 0
         for _ in range(MAX_FIGHT_STEPS):
             action = fight_action(observation)
             if action is None:
+                action = loot_action(env)
+            if action is None and waited == KEY_WAIT_STEPS:
                 return observations, chosen
-            observations.append(observation)
-            chosen.append(action)
-            observation, _, terminated, truncated, info = env.step(action)
+            if action is None:  # the last enemy's puff: the key appears after it (not cloned)
+                waited += 1
+                observation, _, terminated, truncated, info = env.step(int(Action.NOOP))
+            else:
+                observations.append(observation)
+                chosen.append(action)
+                observation, _, terminated, truncated, info = env.step(action)
             if info["reward_components"]["death"] or terminated or truncated:
                 return None
         return None
     finally:
         env.close()
+
+
+def loot_action(env: ZeldaEnv) -> int | None:
+    """The step toward the nearest key lying in the room, or None when there is none (the
+    key hall shows its key once its enemies are dead; the policy sees the key only when
+    it is in front, so the walk to it is taught here, from wherever the fight ended)."""
+    tiles = RamReader(env.gameboy.memory, banked=env.gameboy.rom.cgb).room_objects()
+    raw = env.raw_state
+    keys = [(x, y) for y, row in enumerate(tiles) for x, tile in enumerate(row)
+            if tile == Metatile.KEY]  # fmt: skip
+    if not keys:
+        return None
+    goal = min(keys, key=lambda cell: abs(cell[0] * 16 + 8 - raw.x) + abs(cell[1] * 16 + 8 - raw.y))
+    try:
+        button = next_step(tiles, (raw.x, raw.y), goal, tolerance=env.config.frame_skip // 2)
+    except NoPathError:
+        return None
+    return int(BUTTON_ACTIONS.get(button, Action.NOOP))

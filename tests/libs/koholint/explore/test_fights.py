@@ -1,4 +1,5 @@
-"""The scripted fighter whose clean fights join the demonstration in the warm start."""
+"""The scripted fighter whose clean fights (and walks to the key they uncover) join the
+demonstration in the warm start."""
 
 from __future__ import annotations
 
@@ -74,8 +75,15 @@ def test_the_fighter_clears_the_key_hall_from_the_demonstrations_states():
     assert report.cleared >= 0.9 * report.fights  # 36 of 36 when written
     fought = report.transitions
     assert fought.observations.shape == (len(fought.actions), OBSERVATION_SIZE)
-    assert (fought.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5).all()
-    assert [fight_action(o) for o in fought.observations[:50]] == fought.actions[:50].tolist()
+    fighting = fought.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5
+    assert [fight_action(o) for o in fought.observations[fighting]] == fought.actions[
+        fighting
+    ].tolist()
+    # once the hall is clear, the walk to the key it shows: steps without an enemy, and
+    # every fight took one key (it lies in the room until the walk ends)
+    assert 0 < np.count_nonzero(~fighting) < len(fighting) / 2
+    keys = np.rint(fought.observations[:, SLOT_INDEX["keys"]] * 9)
+    assert (keys == keys[0]).all()  # the key is taken at the last step, never before
 
 
 def test_a_fight_needs_at_least_one_episode():
@@ -83,3 +91,28 @@ def test_a_fight_needs_at_least_one_episode():
                            np.zeros(1, np.float32))  # fmt: skip
     with pytest.raises(ValueError, match="episodes 0"):
         fight_transitions(b"\x00", demo, EnvConfig(), episodes=0)
+
+
+def test_after_the_fight_the_fighter_walks_to_the_key_and_takes_it():
+    from koholint.env.zelda import ZeldaEnv
+    from koholint.explore.fights import _fight_states, fight_steps, loot_action
+
+    actions = WIN.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25})
+    demo = demo_transitions(actions, config)
+    start = _fight_states(actions, config, fight_steps(demo, 8), 8)[0]
+    env = ZeldaEnv(config.replaced(start_state=start.state, max_episode_steps=300))
+    observation, _ = env.reset(seed=3)
+    keys_before = env.raw_state.keys
+    took = False
+    for _ in range(300):
+        action = fight_action(observation)
+        action = loot_action(env) if action is None else action
+        observation, _, _, _, info = env.step(Action.NOOP if action is None else action)
+        if info["reward_components"]["key"]:
+            took = True
+            break
+    keys_after = env.raw_state.keys
+    env.close()
+    assert took
+    assert keys_after == keys_before + 1
