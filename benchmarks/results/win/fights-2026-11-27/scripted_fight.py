@@ -1,43 +1,62 @@
-"""A scripted fighter from a healed demo state: can chase-and-swing clear the room under
-sticky actions? (koholint.explore.fights.fight_action; the walk to the key left out)
-    python scripted_fight.py DEMO.actions STEP EPISODES [sticky]"""
+"""The scripted fighter (koholint.explore.fights.fight_action, without the walk to the key)
+from a healed demo state, under sticky actions: does chase-and-swing clear the room?
+
+    python scripted_fight.py WIN.actions STEP EPISODES [STICKY]
+"""
+
 import sys
 from pathlib import Path
+
 import numpy as np
-from koholint.env.encoding import SLOT_INDEX as S
+
+from koholint.env.encoding import SLOT_INDEX
 from koholint.env.zelda import ZeldaEnv
 from koholint.explore.curriculum import demo_states
 from koholint.explore.fights import fight_action
 from koholint.explore.runner import exploration_env
 from koholint.schemas.env import Action
 
-path, step, episodes = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
-sticky = float(sys.argv[4]) if len(sys.argv) > 4 else 0.25
-actions = path.read_bytes()[: step + 1]
-env0 = exploration_env(start_state="start_of_play", max_episode_steps=2 * len(actions) + 2)
-state = demo_states(actions, env0, every=step, heal=True)[-1].state
-env0.close()
+MAX_STEPS = 600
 
-def choose(obs):
-    action = fight_action(obs)
-    return Action.NOOP if action is None else action
 
-results = []
-for seed in range(episodes):
-    env = ZeldaEnv(start_state=state, sticky_action_probability=sticky, max_episode_steps=600,
-                   reward_mode="progress", info_state=False)
-    obs, _ = env.reset(seed=seed)
-    kills = damage = 0
-    enemies = round(float(obs[S["enemy_count"]]) * 16)
-    for t in range(600):
-        obs, r, term, trunc, info = env.step(choose(obs))
-        c = info["reward_components"]
-        kills += c["kill"]; damage += c["damage"]
-        if c["death"] or term or trunc or kills >= enemies:
-            break
-    results.append((kills, damage, t + 1, c["death"], enemies))
+def healed_state(path: Path, step: int) -> bytes:
+    actions = path.read_bytes()[: step + 1]
+    env = exploration_env(start_state="start_of_play", max_episode_steps=2 * len(actions) + 2)
+    state = demo_states(actions, env, every=step, heal=True)[-1].state
     env.close()
-print("kills per episode", [r[0] for r in results])
-print("cleared", sum(r[0] >= r[4] for r in results), "/", episodes,
-      "mean damage", np.mean([r[1] for r in results]), "mean steps", np.mean([r[2] for r in results]),
-      "deaths", sum(r[3] for r in results))
+    return state
+
+
+def one_fight(state: bytes, sticky: float, seed: int) -> tuple[float, float, int, bool, int]:
+    """Kills, health points lost, steps, died, enemies at the start."""
+    env = ZeldaEnv(start_state=state, sticky_action_probability=sticky,
+                   max_episode_steps=MAX_STEPS, reward_mode="progress", info_state=False)  # fmt: skip
+    observation, _ = env.reset(seed=seed)
+    enemies = round(float(observation[SLOT_INDEX["enemy_count"]]) * 16)
+    kills = damage = 0.0
+    steps, died = 0, False
+    while steps < MAX_STEPS and kills < enemies and not died:
+        action = fight_action(observation)
+        observation, _, terminated, truncated, info = env.step(
+            Action.NOOP if action is None else action
+        )
+        components = info["reward_components"]
+        kills, damage, steps = kills + components["kill"], damage + components["damage"], steps + 1
+        died = bool(components["death"]) or terminated or truncated
+    env.close()
+    return kills, damage, steps, died, enemies
+
+
+def main(path: Path, step: int, episodes: int, sticky: float) -> None:
+    state = healed_state(path, step)
+    results = [one_fight(state, sticky, seed) for seed in range(episodes)]
+    print("kills per episode", [r[0] for r in results])
+    print("cleared", sum(r[0] >= r[4] for r in results), "/", episodes,
+          "mean damage", np.mean([r[1] for r in results]),
+          "mean steps", np.mean([r[2] for r in results]),
+          "deaths", sum(r[3] for r in results))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]),
+         float(sys.argv[4]) if len(sys.argv) > 4 else 0.25)  # fmt: skip
