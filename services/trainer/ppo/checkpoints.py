@@ -1,9 +1,9 @@
 """A run's checkpoints: saved to the store and listed in the run's ledger, and restored.
 
 A checkpoint is RLlib's algorithm state plus the run's own (``RUN_STATE_FILE``: iterations,
-the learning curve so far, the settings, the curriculum's position) and a small policy file
-for ``koholint play``; the ledger records it with the metrics at save time. With every
-checkpoint the Go-Explore archive is saved too. A resumed run goes on from a checkpoint's
+phase 1's env steps, the learning curve so far, the settings, the curriculum's position) and
+a small policy file for ``koholint play``; the ledger records it with the metrics at save
+time. With every checkpoint the Go-Explore archive is saved too. A resumed run goes on from a checkpoint's
 weights, step count, iterations, curve and curriculum position.
 """
 
@@ -44,7 +44,8 @@ class Checkpoints:
             folder = Path(directory)
             algo.save_to_path(directory)
             settings = self.config.model_dump(mode="json")
-            state = {"iterations": status.iterations, "curve": curve.points, "config": settings}
+            state = {"iterations": status.iterations, "curve": curve.points, "config": settings,
+                     "phase_one_env_steps": status.phase_one_env_steps}  # fmt: skip
             curriculum = self.actors.curriculum_state()
             if curriculum is not None:  # a resumed run goes on from here, not the end
                 state["curriculum"] = curriculum
@@ -66,6 +67,8 @@ class Checkpoints:
         if saved.exists():
             state = json.loads(saved.read_text())
             status.iterations = int(state["iterations"])
+            # a resumed phase 2 still counts the phase 1 that found its trajectory
+            status.phase_one_env_steps = int(state.get("phase_one_env_steps", 0))
             curve.resume(state["curve"], record.step)
             if "curriculum" in state:
                 self.actors.restore_curriculum(state["curriculum"])

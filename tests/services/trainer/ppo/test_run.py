@@ -90,6 +90,7 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monk
 
     def during(status: RunStatus) -> None:
         seen.append(status.env_steps)
+        status.phase_one_env_steps = 4321  # as a phase=both run's phase 1 would have set it
         if len(seen) == 1:
             node = ray._private.worker._global_node
             sessions.append(Path(node.get_session_dir_path()).name)  # in every Ray command line
@@ -138,6 +139,7 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monk
     )
     assert again.state == "finished"
     assert again.resumed_from == last.name
+    assert again.phase_one_env_steps == 4321  # a resume still counts the steps in all
     assert stamps[0][1] > last.step  # counting continues from the checkpoint, not from zero
     assert stamps[0][2] == status.iterations + 1  # so do the iterations
     # The learning curve keeps the part before the resume.
