@@ -3,8 +3,8 @@
 A checkpoint is RLlib's algorithm state plus the run's own (``RUN_STATE_FILE``: iterations,
 phase 1's env steps, the learning curve so far, the settings, the curriculum's position) and
 a small policy file for ``koholint play``; the ledger records it with the metrics at save
-time. With every checkpoint the Go-Explore archive is saved too. A resumed run goes on from a checkpoint's
-weights, step count, iterations, curve and curriculum position.
+time. With every checkpoint the Go-Explore archive is saved too. A resumed run goes on from
+a checkpoint's weights, step count, iterations, curve and curriculum position.
 """
 
 from __future__ import annotations
