@@ -16,15 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from koholint.env.encoding import SLOT_INDEX
-from koholint.env.wrappers import PlannerControlWrapper
 from koholint.env.zelda import EnvConfig, ZeldaEnv
-from koholint.explore.curriculum import DemoState, demo_states
+from koholint.explore.curriculum import DemoState
 from koholint.explore.demo import DemoTransitions
+from koholint.explore.trajectory import winning_demo
 from koholint.game.emulator import Button
 from koholint.game.navigation import NoPathError, next_step
 from koholint.game.ram import RamReader
 from koholint.game.tiles import Metatile
-from koholint.planning.backends import RulesBackend
 from koholint.schemas.env import Action
 
 SWORD_REACH = (0.0, 24.0)
@@ -117,19 +116,11 @@ def fight_transitions(
 def _fight_states(
     actions: bytes, env_config: EnvConfig, steps: list[int], every: int
 ) -> list[DemoState]:
-    """The demonstration's healed states at `steps` (those mid-transition have none)."""
+    """The curriculum's own healed starts at `steps` (those mid-transition have none)."""
     if not steps:
         return []
-    replay = PlannerControlWrapper(
-        ZeldaEnv(env_config.replaced(
-            start_state="start_of_play", sticky_action_probability=0.0, latch_steps=1,
-            cartridge_seed=0, info_state=False, max_episode_steps=2 * len(actions) + 2,
-        )), RulesBackend(),
-    )  # fmt: skip
-    try:
-        states = demo_states(actions[: steps[-1] + 1], replay, every=every, heal=True)
-    finally:
-        replay.close()
+    states = winning_demo(actions[: steps[-1] + 1], every=every,
+                          frame_skip=env_config.frame_skip, heal=True)  # fmt: skip
     wanted = set(steps)
     return [state for state in states if state.step in wanted]
 
