@@ -58,26 +58,33 @@ def fight_action(observation: np.ndarray) -> int | None:
 
 
 @dataclass(frozen=True)
-class FightReport:
-    """The fighter's data: its transitions and how many of its fights were clean."""
+class TaughtReport:
+    """A scripted teacher's data (the fighter's, the walker's): its transitions, the demo
+    states it started from, its episodes from them, and how many were clean."""
 
     transitions: DemoTransitions
     starts: int
-    fights: int
-    cleared: int
+    episodes: int
+    clean: int
+
+
+def rooms(observations: np.ndarray) -> list[tuple[int, int, int]]:
+    """Each observation's room: (indoor, map id, room id)."""
+    columns = [SLOT_INDEX["indoor"], SLOT_INDEX["map_id"], SLOT_INDEX["room_id"]]
+    scaled = np.rint(observations[:, columns] * np.array([1, 255, 255])).astype(int)
+    return [(a, b, c) for a, b, c in scaled.tolist()]
 
 
 def fight_steps(demo: DemoTransitions, every: int) -> list[int]:
     """Demo steps (multiples of `every`) inside a fight: from entering a room the
     demonstration kills in to its last kill there, while an enemy is left."""
     kills = np.rint(demo.observations[:, SLOT_INDEX["kills"]] * 255).astype(int)
-    rooms = [tuple(row) for row in demo.observations[:, [SLOT_INDEX["indoor"], SLOT_INDEX[
-        "map_id"], SLOT_INDEX["room_id"]]].tolist()]  # fmt: skip
+    where = rooms(demo.observations)
     enemy = demo.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5
     steps: list[int] = []
     entered = 0
-    for step in range(1, len(rooms)):
-        if rooms[step] != rooms[step - 1]:
+    for step in range(1, len(where)):
+        if where[step] != where[step - 1]:
             entered = step
         if kills[step] > kills[step - 1]:  # a kill in this visit: its fight began at entry
             steps.extend(s for s in range(entered, step) if s % every == 0 and enemy[s])
@@ -88,13 +95,13 @@ def fight_steps(demo: DemoTransitions, every: int) -> list[int]:
 def fight_transitions(
     actions: bytes, demo: DemoTransitions, env_config: EnvConfig, *, episodes: int,
     every: int = 8,
-) -> FightReport:  # fmt: skip
+) -> TaughtReport:  # fmt: skip
     """The fighter's steps from each of the demonstration's fight states (`fight_steps`),
     `episodes` times each with seeds 0.., under `env_config`'s sticky actions; only fights
     that clear the room without a death within MAX_FIGHT_STEPS are kept."""
     if episodes < 1:
         raise ValueError(f"episodes {episodes}: use >= 1 fights per start")
-    starts = _fight_states(actions, env_config, fight_steps(demo, every), every)
+    starts = healed_states(actions, env_config, fight_steps(demo, every), every)
     observations: list[np.ndarray] = []
     chosen: list[int] = []
     cleared = 0
@@ -106,14 +113,14 @@ def fight_transitions(
                 observations.extend(fight[0])
                 chosen.extend(fight[1])
     size = demo.observations.shape[1]
-    return FightReport(
+    return TaughtReport(
         DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
                         np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
-        starts=len(starts), fights=len(starts) * episodes, cleared=cleared,
+        starts=len(starts), episodes=len(starts) * episodes, clean=cleared,
     )  # fmt: skip
 
 
-def _fight_states(
+def healed_states(
     actions: bytes, env_config: EnvConfig, steps: list[int], every: int
 ) -> list[DemoState]:
     """The curriculum's own healed starts at `steps` (those mid-transition have none)."""

@@ -94,6 +94,10 @@ class Curriculum(CurriculumSettings):
     """with clone_epochs: a scripted fighter's clean fights, this many from each of the
     trajectory's states inside a fight, are cloned with it (0 = off;
     koholint.explore.fights: the trajectory fights as a random walk does)"""
+    clone_walks: JsonInt = Field(0, ge=0, le=64)
+    """with clone_epochs: a path-finder's clean walks to each room's exit, this many from
+    each of the trajectory's states whose room business is done, are cloned with it (0 =
+    off; koholint.explore.walks: the trajectory crosses each room on one line)"""
 
 
 class SelfImitation(_Group):
@@ -287,12 +291,14 @@ class TrainConfig(BaseSettings):
                 "curriculum.trajectory",
             )
         self._check_evaluation()
-        if self.curriculum.clone_fights and not self.curriculum.clone_epochs:
-            raise TrainConfigError(
-                "curriculum.clone_fights needs curriculum.clone_epochs: the fights are cloned "
-                "with the trajectory; set clone_epochs (the recipe's 400) or clone_fights=0",
-                "curriculum.clone_fights",
-            )
+        for teacher in ("fights", "walks"):
+            if getattr(self.curriculum, f"clone_{teacher}") and not self.curriculum.clone_epochs:
+                raise TrainConfigError(
+                    f"curriculum.clone_{teacher} needs curriculum.clone_epochs: the {teacher} "
+                    "are cloned with the trajectory; set clone_epochs (the recipe's 400) or "
+                    f"clone_{teacher}=0",
+                    f"curriculum.clone_{teacher}",
+                )
         if self.train_batch_size < self.minibatch_size:
             raise TrainConfigError(
                 f"train_batch_size={self.train_batch_size} is smaller than minibatch_size="

@@ -39,6 +39,7 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
     from koholint.env.zelda import EnvConfig
     from koholint.explore.demo import demo_transitions
     from koholint.explore.fights import fight_transitions
+    from koholint.explore.walks import walk_transitions
 
     epochs = config.curriculum.clone_epochs
     if not epochs or not config.curriculum.trajectory:
@@ -46,25 +47,31 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
     actions = Path(config.curriculum.trajectory).read_bytes()
     env_config = EnvConfig.parse(config.env.model_dump())
     demo = demo_transitions(actions, env_config)
-    observations, targets, fights = demo.observations, demo.actions, {}
-    if config.curriculum.clone_fights:
-        fought = fight_transitions(actions, demo, env_config,
-                                   episodes=config.curriculum.clone_fights)  # fmt: skip
-        observations = np.concatenate([observations, fought.transitions.observations])
-        targets = np.concatenate([targets, fought.transitions.actions])
-        fights = {"fight_starts": fought.starts, "fights": fought.fights,
-                  "fights_cleared": fought.cleared, "fight_steps": len(fought.transitions.actions)}  # fmt: skip
+    observations, targets = demo.observations, demo.actions
+    taught: dict[str, int] = {}
+    teachers = (
+        ("fight", fight_transitions, config.curriculum.clone_fights),
+        ("walk", walk_transitions, config.curriculum.clone_walks),
+    )
+    for name, teach, episodes in teachers:
+        if episodes:
+            report = teach(actions, demo, env_config, episodes=episodes)
+            observations = np.concatenate([observations, report.transitions.observations])
+            targets = np.concatenate([targets, report.transitions.actions])
+            taught |= {f"{name}_starts": report.starts, f"{name}s": report.episodes,
+                       f"{name}s_clean": report.clean,
+                       f"{name}_steps": len(report.transitions.actions)}  # fmt: skip
     fit = functools.partial(
         _clone, observations=observations, actions=targets, epochs=epochs, seed=config.seed,
     )  # fmt: skip
-    report: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][0]
+    fitted: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][0]
     algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
                                        inference_only=True, timeout_seconds=60.0)  # fmt: skip
-    report = {"demo_steps": len(demo.actions), **fights, "epochs": epochs, **report}
-    (run_dir / "warm_start.json").write_text(json.dumps(report, indent=1) + "\n")
-    logger.info("cloned the demonstration: accuracy %.3f -> %.3f", report["accuracy_before"],
-                report["accuracy_after"], extra={"event": "warm_start"})  # fmt: skip
-    return report
+    done = {"demo_steps": len(demo.actions), **taught, "epochs": epochs, **fitted}
+    (run_dir / "warm_start.json").write_text(json.dumps(done, indent=1) + "\n")
+    logger.info("cloned the demonstration: accuracy %.3f -> %.3f", done["accuracy_before"],
+                done["accuracy_after"], extra={"event": "warm_start"})  # fmt: skip
+    return done
 
 
 def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epochs: int,

@@ -71,8 +71,8 @@ def test_the_fighter_clears_the_key_hall_from_the_demonstrations_states():
     demo = demo_transitions(actions, config)
     report = fight_transitions(actions, demo, config, episodes=2)
     assert report.starts >= 4
-    assert report.fights == 2 * report.starts
-    assert report.cleared >= 0.9 * report.fights  # 36 of 36 when written
+    assert report.episodes == 2 * report.starts
+    assert report.clean >= 0.9 * report.episodes  # 36 of 36 when written
     fought = report.transitions
     assert fought.observations.shape == (len(fought.actions), OBSERVATION_SIZE)
     fighting = fought.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5
@@ -95,12 +95,12 @@ def test_a_fight_needs_at_least_one_episode():
 
 def test_after_the_fight_the_fighter_walks_to_the_key_and_takes_it():
     from koholint.env.zelda import ZeldaEnv
-    from koholint.explore.fights import _fight_states, fight_steps, loot_action
+    from koholint.explore.fights import fight_steps, healed_states, loot_action
 
     actions = WIN.read_bytes()
     config = EnvConfig.parse({"sticky_action_probability": 0.25})
     demo = demo_transitions(actions, config)
-    start = _fight_states(actions, config, fight_steps(demo, 8), 8)[0]
+    start = healed_states(actions, config, fight_steps(demo, 8), 8)[0]
     env = ZeldaEnv(config.replaced(start_state=start.state, max_episode_steps=300))
     observation, _ = env.reset(seed=3)
     keys_before = env.raw_state.keys

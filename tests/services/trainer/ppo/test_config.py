@@ -104,6 +104,7 @@ def test_every_setting_is_covered_and_named_once():
 NEEDS = {
     "evaluation.every_env_steps": {"KOHOLINT_TRAINER_PLANNER": "rules"},
     "curriculum.clone_fights": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
+    "curriculum.clone_walks": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
     "evaluation.stop_at_win_rate": {"KOHOLINT_TRAINER_PLANNER": "rules",
                                     "KOHOLINT_TRAINER_EVALUATION__EVERY_ENV_STEPS": "1000"},
 }  # fmt: skip
@@ -248,6 +249,8 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"curriculum": {"threshold": 2}}, {}, "curriculum.threshold", "less than or equal to 1"),
         ({"curriculum": {"clone_fights": 2}}, {}, "curriculum.clone_fights", "needs curriculum.clone_epochs"),
         ({"curriculum": {"clone_fights": 65, "clone_epochs": 1}}, {}, "curriculum.clone_fights", "less than or equal to 64"),
+        ({"curriculum": {"clone_walks": 1}}, {}, "curriculum.clone_walks", "needs curriculum.clone_epochs"),
+        ({"curriculum": {"clone_walks": -1, "clone_epochs": 1}}, {}, "curriculum.clone_walks", "greater than or equal to 0"),
         ({}, {"KOHOLINT_TRAINER_SIL__CAPACITY": "0"}, "sil.capacity", "KOHOLINT_TRAINER_SIL__CAPACITY"),
         ({"planner": "gpt"}, {}, "planner", "'off', 'rules', 'local', 'llm-d' or 'http'"),
         ({"run": "a+b"}, {}, "run", "String should match pattern"),

@@ -73,7 +73,7 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     assert cloned["demo_steps"] == len(TRAJECTORY.read_bytes())
     assert cloned["accuracy_after"] > cloned["accuracy_before"]
     # the recipe clones the scripted fighter's clean fights in the key hall with it
-    assert cloned["fights_cleared"] >= 0.9 * cloned["fights"] > 0
+    assert cloned["fights_clean"] >= 0.9 * cloned["fights"] > 0
     assert cloned["fight_steps"] > 0
     assert status.curriculum["moves"] >= 1  # random play wins there about half the time
     assert status.curriculum["start_step"] < 728  # the last demo state of the 730-step win

@@ -1,0 +1,167 @@
+"""Clean walks for the warm start: a path-finder walks each room of the demonstration to
+the exit the demonstration leaves it by, from the demonstration's own states, under the
+training env's sticky actions.
+
+The demonstration crosses each room once, on one line, and the cloning sees only that
+line: a policy that sticky actions push off it must find the exit again by PPO. Seed 2
+stalled 1.11M steps in overworld room 0x10, and 17 of seed 1's 40 losses walked back up
+the dungeon's stairs, which stand between the warp and the room's exit. The walker takes
+the shortest path around walls and stairs to the cell the demonstration left from and
+steps out the way it faced there; its clean walks join the cloning (``clone_walks``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from koholint.env.encoding import SLOT_INDEX
+from koholint.env.zelda import EnvConfig, ZeldaEnv
+from koholint.explore.demo import DemoTransitions
+from koholint.explore.fights import BUTTON_ACTIONS, FACINGS, TaughtReport, healed_states, rooms
+from koholint.game.navigation import Cell, NoPathError, next_step
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
+from koholint.schemas.env import Action
+
+MAX_WALK_STEPS = 160
+"""A walk that takes longer is not a clean one (a room is crossed in 40-80 steps)."""
+MAX_SETTLE_STEPS = 64
+"""Steps waited, not cloned, for a started room change (scroll or fade) to finish."""
+PROGRESS_SLOTS = ("keys", "has_sword", "sword_in_a", "sword_in_b", "has_instrument", "kills",
+                  *(f"room_flag_{bit}" for bit in range(2, 7)))  # fmt: skip
+"""What a room's business changes: a state walks to the exit only once these are the
+exit's (the key taken, the enemies dead, the door or chest open; the room status bits 2-6
+of cartridge/src/ladx.h, not the rupee, heart and visited bits of passing through); the
+fighter teaches the fights."""
+FACING_ACTIONS = {"right": Action.RIGHT, "left": Action.LEFT, "up": Action.UP,
+                  "down": Action.DOWN}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Exit:
+    """Where the demonstration leaves a room: at step `last` (its action leaves) from
+    `cell`, facing `facing`, into room `to`."""
+
+    room: tuple[int, int, int]
+    to: tuple[int, int, int]
+    last: int
+    cell: Cell
+    facing: str
+
+
+def demo_exits(demo: DemoTransitions) -> list[Exit]:
+    """Every room change of the demonstration, in order."""
+    where = rooms(demo.observations)
+    exits = []
+    for step in range(1, len(where)):
+        if where[step] != where[step - 1]:
+            row = demo.observations[step - 1]
+            x = min(int(round(float(row[SLOT_INDEX["link_x"]]) * 160)) // 16, ROOM_WIDTH - 1)
+            y = min(int(round(float(row[SLOT_INDEX["link_y"]]) * 128)) // 16, ROOM_HEIGHT - 1)
+            facing = FACINGS[int(np.argmax([row[SLOT_INDEX[f"facing_{f}"]] for f in FACINGS]))]
+            exits.append(
+                Exit(where[step - 1], where[step], step - 1, (max(x, 0), max(y, 0)), facing)
+            )
+    return exits
+
+
+def walk_steps(demo: DemoTransitions, every: int) -> list[tuple[int, Exit]]:
+    """Demo steps (multiples of `every`) to walk from, each with its exit: the steps of a
+    room visit whose progress is already the exit's, where Link is free to move, and only
+    in the last visit of a room with that progress (an earlier one was a detour)."""
+    observations = demo.observations
+    progress = [tuple(row) for row in np.rint(
+        observations[:, [SLOT_INDEX[slot] for slot in PROGRESS_SLOTS]] * 255).astype(int).tolist()]  # fmt: skip
+    free = ((observations[:, SLOT_INDEX["motion_normal"]] > 0.5)
+            & (observations[:, SLOT_INDEX["in_transition"]] < 0.5)
+            & (observations[:, SLOT_INDEX["dialog_open"]] < 0.5))  # fmt: skip
+    exits = demo_exits(demo)
+    later = {(e.room, progress[e.last]): index for index, e in enumerate(exits)}
+    chosen: list[tuple[int, Exit]] = []
+    entered = 0
+    for index, exit_ in enumerate(exits):
+        if later[(exit_.room, progress[exit_.last])] == index:
+            chosen.extend((step, exit_) for step in range(entered, exit_.last)
+                          if step % every == 0 and free[step]
+                          and progress[step] == progress[exit_.last])  # fmt: skip
+        entered = exit_.last + 1
+    return chosen
+
+
+def walk_action(env: ZeldaEnv, exit_: Exit) -> int | None:
+    """The step toward the exit's cell, then out the way the demonstration faced; None when
+    no walkable path leads there."""
+    raw = env.raw_state
+    if (min(raw.x // 16, ROOM_WIDTH - 1), min(raw.y // 16, ROOM_HEIGHT - 1)) == exit_.cell:
+        return int(FACING_ACTIONS[exit_.facing])
+    tiles = RamReader(env.gameboy.memory, banked=env.gameboy.rom.cgb).room_objects()
+    try:
+        button = next_step(tiles, (raw.x, raw.y), exit_.cell, tolerance=env.config.frame_skip // 2)
+    except NoPathError:
+        return None
+    return int(BUTTON_ACTIONS.get(button, FACING_ACTIONS[exit_.facing]))
+
+
+def walk_transitions(
+    actions: bytes, demo: DemoTransitions, env_config: EnvConfig, *, episodes: int,
+    every: int = 8,
+) -> TaughtReport:  # fmt: skip
+    """The walker's steps from each of `walk_steps`' states, `episodes` times each with
+    seeds 0.., under `env_config`'s sticky actions; only walks that reach the
+    demonstration's next room without a death within MAX_WALK_STEPS are kept."""
+    if episodes < 1:
+        raise ValueError(f"episodes {episodes}: use >= 1 walks per start")
+    wanted = walk_steps(demo, every)
+    exits = dict(wanted)
+    starts = healed_states(actions, env_config, sorted(exits), every)
+    observations: list[np.ndarray] = []
+    chosen: list[int] = []
+    arrived = 0
+    for start in starts:
+        for seed in range(episodes):
+            walk = _walk(start.state, exits[start.step], env_config, seed)
+            if walk is not None:
+                arrived += 1
+                observations.extend(walk[0])
+                chosen.extend(walk[1])
+    size = demo.observations.shape[1]
+    return TaughtReport(
+        DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
+                        np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
+        starts=len(starts), episodes=len(starts) * episodes, clean=arrived,
+    )  # fmt: skip
+
+
+def _room(observation: np.ndarray) -> tuple[int, int, int]:
+    return rooms(observation[None, :])[0]
+
+
+def _walk(
+    state: bytes, exit_: Exit, env_config: EnvConfig, seed: int
+) -> tuple[list[np.ndarray], list[int]] | None:
+    """One walk from `state` out of the room by `exit_`: its observations and actions, or
+    None if it was not clean (a death, no path, too long, or another room reached)."""
+    env = ZeldaEnv(env_config.replaced(start_state=state, info_state=False,
+                                       max_episode_steps=MAX_WALK_STEPS + MAX_SETTLE_STEPS))  # fmt: skip
+    observations: list[np.ndarray] = []
+    chosen: list[int] = []
+    try:
+        observation, _ = env.reset(seed=seed)
+        for _ in range(MAX_WALK_STEPS + MAX_SETTLE_STEPS):
+            if _room(observation) != exit_.room:
+                return (observations, chosen) if _room(observation) == exit_.to else None
+            moving = (observation[SLOT_INDEX["in_transition"]] > 0.5
+                      or observation[SLOT_INDEX["motion_map_fade"]] > 0.5)  # fmt: skip
+            action = int(Action.NOOP) if moving else walk_action(env, exit_)
+            if action is None or len(chosen) == MAX_WALK_STEPS:
+                return None
+            if not moving:
+                observations.append(observation)
+                chosen.append(action)
+            observation, _, terminated, truncated, info = env.step(action)
+            if info["reward_components"]["death"] or terminated or truncated:
+                return None
+        return None
+    finally:
+        env.close()

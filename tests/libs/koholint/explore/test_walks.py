@@ -1,0 +1,107 @@
+"""The path-finder whose clean walks to each room's exit join the demonstration in the
+warm start."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
+from koholint.env.zelda import EnvConfig
+from koholint.explore.demo import DemoTransitions, demo_transitions
+from koholint.explore.walks import Exit, demo_exits, walk_steps, walk_transitions
+from koholint.schemas.env import Action
+
+WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0-short.actions"
+
+
+def synthetic_demo(rooms: list[int], keys: list[int] | None = None) -> DemoTransitions:
+    """A demo through `rooms` (one room id a step), Link free to move and facing right,
+    one pixel further right each step."""
+    obs = np.zeros((len(rooms), OBSERVATION_SIZE), np.float32)
+    obs[:, SLOT_INDEX["room_id"]] = np.array(rooms) / 255
+    obs[:, SLOT_INDEX["motion_normal"]] = 1.0
+    obs[:, SLOT_INDEX["facing_right"]] = 1.0
+    obs[:, SLOT_INDEX["link_x"]] = np.arange(len(rooms)) * 4 / 160
+    obs[:, SLOT_INDEX["link_y"]] = 40 / 128
+    if keys is not None:
+        obs[:, SLOT_INDEX["keys"]] = np.array(keys) / 255
+    return DemoTransitions(obs, np.zeros(len(rooms), np.int64), np.zeros(len(rooms), np.float32))
+
+
+def test_an_exit_is_the_cell_and_facing_of_the_last_step_in_the_room():
+    demo = synthetic_demo([1] * 10 + [2] * 5 + [3] * 3)
+    assert demo_exits(demo) == [
+        Exit((0, 0, 1), (0, 0, 2), 9, (2, 2), "right"),  # x 36 px, y 40 px
+        Exit((0, 0, 2), (0, 0, 3), 14, (3, 2), "right"),
+    ]
+
+
+def test_walks_start_once_the_rooms_business_is_done_and_skip_detours():
+    # room 1, a detour to room 2 and back, the key taken in room 1 at step 14, then room 3
+    rooms = [1] * 6 + [2] * 4 + [1] * 10 + [3] * 4
+    keys = [0] * 14 + [1] * 10
+    steps = walk_steps(synthetic_demo(rooms, keys), every=2)
+    by_step = {step: exit_.to for step, exit_ in steps}
+    # the first visit's exit into room 2 is walked to (its progress is not seen again in
+    # room 1); the second visit only after the key, toward room 3
+    assert by_step == {0: (0, 0, 2), 2: (0, 0, 2), 4: (0, 0, 2), 6: (0, 0, 1), 8: (0, 0, 1),
+                       14: (0, 0, 3), 16: (0, 0, 3), 18: (0, 0, 3)}  # fmt: skip
+
+
+def test_a_room_left_twice_with_the_same_progress_is_walked_to_its_last_exit():
+    rooms = [1] * 6 + [2] * 4 + [1] * 6 + [3] * 2  # nothing changes in room 1: a loop
+    steps = walk_steps(synthetic_demo(rooms), every=2)
+    assert [(step, exit_.to) for step, exit_ in steps if exit_.room == (0, 0, 1)] == [
+        (10, (0, 0, 3)), (12, (0, 0, 3)), (14, (0, 0, 3))]  # fmt: skip
+
+
+def test_no_walk_starts_while_link_is_not_free_to_move():
+    demo = synthetic_demo([1] * 10 + [2] * 2)
+    demo.observations[4, SLOT_INDEX["dialog_open"]] = 1.0
+    demo.observations[6, SLOT_INDEX["in_transition"]] = 1.0
+    assert [step for step, _ in walk_steps(demo, every=2)] == [0, 2, 8]
+
+
+def test_a_walk_needs_at_least_one_episode():
+    demo = synthetic_demo([1, 2])
+    with pytest.raises(ValueError, match="episodes 0"):
+        walk_transitions(b"\x00", demo, EnvConfig(), episodes=0)
+
+
+def test_the_walker_leaves_the_demonstrations_rooms_by_its_exits():
+    """Real PyBoy on a committed win: the walks reach the demonstration's next rooms, and
+    their steps are the d-pad's on the observations the walker saw."""
+    actions = WIN.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25, "reward_mode": "progress"})
+    demo = demo_transitions(actions, config)
+    report = walk_transitions(actions, demo, config, episodes=1)
+    assert report.starts >= 30  # 42 when written
+    assert report.clean >= 0.95 * report.episodes  # 42 of 42
+    walked = report.transitions
+    assert walked.observations.shape == (len(walked.actions), OBSERVATION_SIZE)
+    assert set(walked.actions.tolist()) <= {Action.UP, Action.DOWN, Action.LEFT, Action.RIGHT}
+    assert len(walked.actions) > 5 * report.clean
+
+
+def test_the_walker_leaves_the_dungeons_stairs_room_by_its_north_exit():
+    """The up-stairs stand between the warp and the room's north exit, and stepping on them
+    leaves the dungeon (17 of seed 1's 40 losses): every walk from the room's demo states,
+    under sticky actions, reaches the key hall instead (a walk into another room fails)."""
+    from koholint.explore.fights import healed_states
+    from koholint.explore.walks import _walk
+
+    actions = WIN.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25})
+    demo = demo_transitions(actions, config)
+    stairs_room = [(step, exit_) for step, exit_ in walk_steps(demo, 8)
+                   if exit_.room == (1, 0, 16)]  # fmt: skip
+    assert stairs_room
+    assert stairs_room[0][1].to == (1, 0, 8)
+    states = healed_states(actions, config, [step for step, _ in stairs_room], 8)
+    assert len(states) == len(stairs_room)
+    for state, (_, exit_) in zip(states, stairs_room, strict=True):
+        for seed in range(3):
+            assert _walk(state.state, exit_, config, seed) is not None, (state.step, seed)
