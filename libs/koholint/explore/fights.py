@@ -11,6 +11,7 @@ join the demonstration's in the warm start (``curriculum.clone_fights``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -102,21 +103,33 @@ def fight_transitions(
     if episodes < 1:
         raise ValueError(f"episodes {episodes}: use >= 1 fights per start")
     starts = healed_states(actions, env_config, fight_steps(demo, every), every)
+    return teach(starts, episodes, demo.observations.shape[1],
+                 lambda start, seed: _fight(start.state, env_config, seed))  # fmt: skip
+
+
+Episode = tuple[list[np.ndarray], list[int]]
+
+
+def teach(
+    starts: list[DemoState], episodes: int, size: int,
+    episode: Callable[[DemoState, int], Episode | None],
+) -> TaughtReport:  # fmt: skip
+    """A teacher's `episode` from each start with seeds 0..`episodes` - 1: the clean ones'
+    observations (`size` wide) and actions, and the counts."""
     observations: list[np.ndarray] = []
     chosen: list[int] = []
-    cleared = 0
+    clean = 0
     for start in starts:
         for seed in range(episodes):
-            fight = _fight(start.state, env_config, seed)
-            if fight is not None:
-                cleared += 1
-                observations.extend(fight[0])
-                chosen.extend(fight[1])
-    size = demo.observations.shape[1]
+            taught = episode(start, seed)
+            if taught is not None:
+                clean += 1
+                observations.extend(taught[0])
+                chosen.extend(taught[1])
     return TaughtReport(
         DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
                         np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
-        starts=len(starts), episodes=len(starts) * episodes, clean=cleared,
+        starts=len(starts), episodes=len(starts) * episodes, clean=clean,
     )  # fmt: skip
 
 
@@ -132,36 +145,57 @@ def healed_states(
     return [state for state in states if state.step in wanted]
 
 
-def _fight(
-    state: bytes, env_config: EnvConfig, seed: int
-) -> tuple[list[np.ndarray], list[int]] | None:
-    """One fight from `state`, then the walk to the key the cleared room shows: their
-    observations and actions, or None if it was not clean (a death, or too long)."""
+DONE = -1
+"""A teacher's choice that ends its episode as a clean one."""
+UNCLONED = 1 << 8
+"""Added to a teacher's action that is taken but not taught (waiting out a puff, a fade)."""
+
+
+def scripted_episode(
+    state: bytes, env_config: EnvConfig, seed: int, max_steps: int,
+    choose: Callable[[ZeldaEnv, np.ndarray], int | None],
+) -> Episode | None:  # fmt: skip
+    """A teacher's episode from `state`: `choose` gives each step's action (plus UNCLONED
+    for one not taught), DONE to end it clean, or None to drop it; a death or `max_steps`
+    drops it too. The taught steps' observations and actions, or None."""
     env = ZeldaEnv(env_config.replaced(start_state=state, info_state=False,
-                                       max_episode_steps=MAX_FIGHT_STEPS))  # fmt: skip
+                                       max_episode_steps=max_steps))  # fmt: skip
     observations: list[np.ndarray] = []
     chosen: list[int] = []
     try:
         observation, _ = env.reset(seed=seed)
-        waited = 0
-        for _ in range(MAX_FIGHT_STEPS):
-            action = fight_action(observation)
-            if action is None:
-                action = loot_action(env)
-            if action is None and waited == KEY_WAIT_STEPS:
-                return observations, chosen
-            if action is None:  # the last enemy's puff: the key appears after it (not cloned)
-                waited += 1
-                observation, _, terminated, truncated, info = env.step(int(Action.NOOP))
-            else:
+        for _ in range(max_steps):
+            action = choose(env, observation)
+            if action is None or action == DONE:
+                return (observations, chosen) if action == DONE else None
+            if action < UNCLONED:
                 observations.append(observation)
                 chosen.append(action)
-                observation, _, terminated, truncated, info = env.step(action)
+            observation, _, terminated, truncated, info = env.step(action % UNCLONED)
             if info["reward_components"]["death"] or terminated or truncated:
                 return None
         return None
     finally:
         env.close()
+
+
+def _fight(state: bytes, env_config: EnvConfig, seed: int) -> Episode | None:
+    """One fight from `state`, then the walk to the key the cleared room shows: their
+    observations and actions, or None if it was not clean (a death, or too long)."""
+    waited = 0
+
+    def choose(env: ZeldaEnv, observation: np.ndarray) -> int | None:
+        nonlocal waited
+        action = fight_action(observation)
+        action = loot_action(env) if action is None else action
+        if action is not None:
+            return action
+        if waited == KEY_WAIT_STEPS:
+            return DONE
+        waited += 1  # the last enemy's puff: the key appears after it (not cloned)
+        return UNCLONED + int(Action.NOOP)
+
+    return scripted_episode(state, env_config, seed, MAX_FIGHT_STEPS, choose)
 
 
 def loot_action(env: ZeldaEnv) -> int | None:

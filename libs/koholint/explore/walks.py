@@ -19,7 +19,18 @@ import numpy as np
 from koholint.env.encoding import SLOT_INDEX
 from koholint.env.zelda import EnvConfig, ZeldaEnv
 from koholint.explore.demo import DemoTransitions
-from koholint.explore.fights import BUTTON_ACTIONS, FACINGS, TaughtReport, healed_states, rooms
+from koholint.explore.fights import (
+    BUTTON_ACTIONS,
+    DONE,
+    FACINGS,
+    UNCLONED,
+    Episode,
+    TaughtReport,
+    healed_states,
+    rooms,
+    scripted_episode,
+    teach,
+)
 from koholint.game.navigation import Cell, NoPathError, next_step
 from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
 from koholint.schemas.env import Action
@@ -112,56 +123,29 @@ def walk_transitions(
     demonstration's next room without a death within MAX_WALK_STEPS are kept."""
     if episodes < 1:
         raise ValueError(f"episodes {episodes}: use >= 1 walks per start")
-    wanted = walk_steps(demo, every)
-    exits = dict(wanted)
+    exits = dict(walk_steps(demo, every))
     starts = healed_states(actions, env_config, sorted(exits), every)
-    observations: list[np.ndarray] = []
-    chosen: list[int] = []
-    arrived = 0
-    for start in starts:
-        for seed in range(episodes):
-            walk = _walk(start.state, exits[start.step], env_config, seed)
-            if walk is not None:
-                arrived += 1
-                observations.extend(walk[0])
-                chosen.extend(walk[1])
-    size = demo.observations.shape[1]
-    return TaughtReport(
-        DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
-                        np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
-        starts=len(starts), episodes=len(starts) * episodes, clean=arrived,
-    )  # fmt: skip
+    return teach(starts, episodes, demo.observations.shape[1],
+                 lambda start, seed: _walk(start.state, exits[start.step], env_config, seed))  # fmt: skip
 
 
 def _room(observation: np.ndarray) -> tuple[int, int, int]:
     return rooms(observation[None, :])[0]
 
 
-def _walk(
-    state: bytes, exit_: Exit, env_config: EnvConfig, seed: int
-) -> tuple[list[np.ndarray], list[int]] | None:
+def _walk(state: bytes, exit_: Exit, env_config: EnvConfig, seed: int) -> Episode | None:
     """One walk from `state` out of the room by `exit_`: its observations and actions, or
     None if it was not clean (a death, no path, too long, or another room reached)."""
-    env = ZeldaEnv(env_config.replaced(start_state=state, info_state=False,
-                                       max_episode_steps=MAX_WALK_STEPS + MAX_SETTLE_STEPS))  # fmt: skip
-    observations: list[np.ndarray] = []
-    chosen: list[int] = []
-    try:
-        observation, _ = env.reset(seed=seed)
-        for _ in range(MAX_WALK_STEPS + MAX_SETTLE_STEPS):
-            if _room(observation) != exit_.room:
-                return (observations, chosen) if _room(observation) == exit_.to else None
-            moving = (observation[SLOT_INDEX["in_transition"]] > 0.5
-                      or observation[SLOT_INDEX["motion_map_fade"]] > 0.5)  # fmt: skip
-            action = int(Action.NOOP) if moving else walk_action(env, exit_)
-            if action is None or len(chosen) == MAX_WALK_STEPS:
-                return None
-            if not moving:
-                observations.append(observation)
-                chosen.append(action)
-            observation, _, terminated, truncated, info = env.step(action)
-            if info["reward_components"]["death"] or terminated or truncated:
-                return None
-        return None
-    finally:
-        env.close()
+    walked = 0
+
+    def choose(env: ZeldaEnv, observation: np.ndarray) -> int | None:
+        nonlocal walked
+        if _room(observation) != exit_.room:
+            return DONE if _room(observation) == exit_.to else None
+        if (observation[SLOT_INDEX["in_transition"]] > 0.5
+                or observation[SLOT_INDEX["motion_map_fade"]] > 0.5):  # fmt: skip
+            return UNCLONED + int(Action.NOOP)  # leaving: wait for the next room
+        walked += 1
+        return walk_action(env, exit_) if walked <= MAX_WALK_STEPS else None
+
+    return scripted_episode(state, env_config, seed, MAX_WALK_STEPS + MAX_SETTLE_STEPS, choose)
