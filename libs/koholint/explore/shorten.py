@@ -32,6 +32,7 @@ from koholint.env.zelda import ZeldaEnv
 from koholint.explore.archive import Cell
 from koholint.explore.cells import cell_of, restartable
 from koholint.explore.runner import exploration_env, switch_at_rest
+from koholint.explore.shortcuts import with_shortcuts
 
 BASE_EVERY = 16
 """the check's base state moves forward in steps of at least this many actions (a save
@@ -91,6 +92,13 @@ class WinCheck:
             self.env.step(action)
             cells.append(cell_of(self.zelda.raw_state, LOOP_TILE)[0] if self._at_rest() else None)
         return cells
+
+    def play(self, prefix: bytes) -> None:
+        """Reset and replay `prefix` (from the base state where it begins with the base)."""
+        skip = self._reset_for(prefix)
+        for action in prefix[skip:]:
+            self.steps += 1
+            self.env.step(action)
 
     def rebase(self, prefix: bytes) -> None:
         """Move the base state forward along `prefix`; from the start where `prefix` does not
@@ -191,6 +199,8 @@ def shorten(
     current, replays = actions, 1
     if loops and states:
         current, checks = without_loops(current, states)
+        replays += checks
+        current, checks = with_shortcuts(current, states)
         replays += checks
     before_runs = len(current)
     current, checks = without_idle_runs(current, check, states)

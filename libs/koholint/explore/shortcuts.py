@@ -1,0 +1,165 @@
+"""Shortcuts for a winning trajectory: a path-finder's walk into a neighbouring room the
+trajectory reaches only later, by way of other rooms.
+
+Cutting loops and runs only removes steps: it cannot invent a way the random walk never
+took. Seed 2's win solves the puzzle in overworld room 0x01, then goes left to 0x00, down
+to 0x10 and right to 0x11, where it could have stepped down into 0x11 at once. As a
+demonstration the detour costs more than its steps: 0x10 is crossed without the sword,
+past an octorok at its exit, and phase 2's start stalled there for 0.5-1.5M steps on every
+run. ``with_shortcuts`` looks, from each state at rest, for the last later state in a
+neighbouring overworld room with the same progress (level, items, keys); walks there with
+the path-finder (to the edge on that side, then to that state's 8-pixel tile); and keeps
+the trajectory with the walk in place of what lay between when it still wins.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from koholint.explore.cells import cell_of, restartable
+from koholint.explore.fights import BUTTON_ACTIONS
+from koholint.explore.walks import Exit, walk_action
+from koholint.game.navigation import NoPathError, find_path, next_step, steer
+from koholint.game.navigation import edge_cells as room_edge
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
+from koholint.schemas.env import Action
+
+if TYPE_CHECKING:
+    from koholint.explore.archive import Cell
+    from koholint.explore.shorten import WinCheck
+
+MIN_SAVED = 32
+"""the fewest steps a shortcut must save to be tried"""
+MAX_WALK = 200
+"""the most steps a shortcut's walk may take"""
+OVERWORLD_STEPS = {"up": -16, "down": 16, "left": -1, "right": 1}
+"""room id differences between overworld neighbours (id = row << 4 | column)"""
+TILE = 8
+"""pixels per tile of the cell a walk must reach (shorten.LOOP_TILE)"""
+
+
+def neighbour_side(room: tuple[int, int, int], other: tuple[int, int, int]) -> str | None:
+    """Which side of overworld `room` leads into `other`, or None when they are not
+    overworld neighbours."""
+    if room[0] or other[0]:
+        return None
+    for side, step in OVERWORLD_STEPS.items():
+        same_row = side in ("up", "down") or room[2] >> 4 == other[2] >> 4
+        if other[2] - room[2] == step and same_row:
+            return side
+    return None
+
+
+def same_progress(cell: Cell, other: Cell) -> bool:
+    """The same level, items and keys (the cell's fields 3, 6 and 7)."""
+    return (cell[3], cell[6], cell[7]) == (other[3], other[6], other[7])
+
+
+def inside(cell: Cell) -> bool:
+    """Whether the cell's tile is clear of the room's edges by a 16-pixel cell (a walk that
+    ends on an edge tile can start the scroll to the next room instead)."""
+    return bool(2 <= cell[1] < ROOM_WIDTH * 2 - 2 and 2 <= cell[2] < ROOM_HEIGHT * 2 - 2)
+
+
+def shortcut_target(cells: list[Cell | None], start: int) -> tuple[int, str] | None:
+    """The last state at rest inside its room, at least MIN_SAVED steps after `start`, in
+    a neighbouring overworld room with `start`'s progress, and the side it lies on; or
+    None."""
+    here = cells[start]
+    if here is None:
+        return None
+    for index in range(len(cells) - 1, start + MIN_SAVED, -1):
+        there = cells[index]
+        if there is None or not inside(there) or not same_progress(here, there):
+            continue
+        side = neighbour_side(here[0], there[0])
+        if side is not None:
+            return index, side
+    return None
+
+
+def with_shortcuts(actions: bytes, check: WinCheck) -> tuple[bytes, int]:
+    """`actions` with the shortcuts that still win (from the start on); the checks it took."""
+    if check.spent:
+        return actions, 0
+    current, checks, cursor = actions, 0, 0
+    cells = check.cells(current)
+    while cursor < len(current) and not check.spent:
+        target = shortcut_target(cells, cursor)
+        if target is not None:
+            end, side = target
+            prefix = current[: cursor + 1]
+            check.rebase(prefix)
+            walk = walk_into(check, prefix, side, cells[end])  # type: ignore[arg-type]
+            if walk is not None and len(walk) <= end - cursor - MIN_SAVED:
+                candidate = prefix + walk + current[end + 1 :]
+                checks += 1
+                if check(candidate):
+                    current, cells = candidate, check.cells(candidate)
+        cursor += 1
+    return current, checks
+
+
+def walk_into(check: WinCheck, prefix: bytes, side: str, goal: Cell) -> bytes | None:
+    """The path-finder's actions from the state after `prefix`: out of the room on `side`,
+    then to `goal`'s tile in the room there; None when it does not reach `goal` in MAX_WALK
+    steps (a wall, another room, a planner that took over)."""
+    check.play(prefix)
+    zelda = check.zelda
+    start_room = zelda.raw_state.room_key
+    walked = bytearray()
+    for _ in range(MAX_WALK):
+        raw = zelda.raw_state
+        if not restartable(raw):
+            action: int | None = int(Action.NOOP)
+        elif raw.room_key == goal[0]:
+            if cell_of(raw, TILE)[0] == goal:
+                return bytes(walked)
+            action = _toward(check, (goal[1] * TILE + TILE // 2, goal[2] * TILE + TILE // 2))
+        elif raw.room_key == start_room:
+            action = _out(check, side)
+        else:
+            return None
+        if action is None:
+            return None
+        walked.append(action)
+        check.steps += 1
+        _, _, terminated, _, _ = check.env.step(action)
+        if terminated:
+            return None
+    return None
+
+
+def _out(check: WinCheck, side: str) -> int | None:
+    """The step toward the nearest walkable cell on the room's `side`, then across it."""
+    zelda = check.zelda
+    tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()
+    raw = zelda.raw_state
+    here = (raw.x // 16, raw.y // 16)
+    reachable = []
+    for cell in room_edge(tiles, side):
+        try:
+            reachable.append((len(find_path(tiles, here, cell)), cell))
+        except NoPathError:
+            continue
+    if not reachable:
+        return None
+    cell = min(reachable)[1]
+    return walk_action(zelda, Exit(raw.room_key, raw.room_key, 0, cell, side))
+
+
+def _toward(check: WinCheck, target: tuple[int, int]) -> int | None:
+    """The step toward pixel `target` in this room (the path, then the last pixels)."""
+    zelda = check.zelda
+    tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()
+    raw = zelda.raw_state
+    goal = (target[0] // 16, target[1] // 16)
+    try:
+        if (raw.x // 16, raw.y // 16) != goal:
+            button = next_step(tiles, (raw.x, raw.y), goal, tolerance=zelda.config.frame_skip // 2)
+        else:
+            button = steer((raw.x, raw.y), target, "x", tolerance=TILE // 2 - 1)
+    except NoPathError:
+        return None
+    action = BUTTON_ACTIONS.get(button)
+    return None if action is None else int(action)
