@@ -75,6 +75,9 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     # the recipe clones the scripted fighter's clean fights in the key hall with it
     assert cloned["fights_clean"] >= 0.9 * cloned["fights"] > 0
     assert cloned["fight_steps"] > 0
+    # and the path-finder's clean walks to each room's exit
+    assert cloned["walks_clean"] >= 0.9 * cloned["walks"] > 0
+    assert cloned["walk_steps"] > cloned["walks_clean"]
     assert status.curriculum["moves"] >= 1  # random play wins there about half the time
     assert status.curriculum["start_step"] < 728  # the last demo state of the 730-step win
     assert [e.start for e in status.evaluations] == ["power_on", "power_on"]
