@@ -14,7 +14,7 @@ the trajectory with the walk in place of what lay between when it still wins.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from koholint.explore.cells import cell_of, restartable
 from koholint.explore.fights import BUTTON_ACTIONS
@@ -25,8 +25,8 @@ from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
 from koholint.schemas.env import Action
 
 if TYPE_CHECKING:
+    from koholint.env.zelda import ZeldaEnv
     from koholint.explore.archive import Cell
-    from koholint.explore.shorten import WinCheck
 
 MIN_SAVED = 32
 """the fewest steps a shortcut must save to be tried"""
@@ -36,6 +36,21 @@ OVERWORLD_STEPS = {"up": -16, "down": 16, "left": -1, "right": 1}
 """room id differences between overworld neighbours (id = row << 4 | column)"""
 TILE = 8
 """pixels per tile of the cell a walk must reach (shorten.LOOP_TILE)"""
+
+
+class WinCheck(Protocol):
+    """What the shortcuts use of ``koholint.explore.shorten.WinCheck``."""
+
+    env: Any
+    zelda: ZeldaEnv
+    steps: int
+
+    @property
+    def spent(self) -> bool: ...
+    def __call__(self, actions: bytes) -> bool: ...
+    def cells(self, actions: bytes) -> list[Cell | None]: ...
+    def play(self, prefix: bytes) -> None: ...
+    def rebase(self, prefix: bytes) -> None: ...
 
 
 def neighbour_side(room: tuple[int, int, int], other: tuple[int, int, int]) -> str | None:
