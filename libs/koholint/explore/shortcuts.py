@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from koholint.explore.cells import cell_of, restartable
 from koholint.explore.fights import BUTTON_ACTIONS
 from koholint.explore.walks import Exit, walk_action
-from koholint.game.navigation import NoPathError, find_path, next_step, steer
-from koholint.game.navigation import edge_cells as room_edge
+from koholint.game.navigation import NoPathError, edge_cells, find_path, next_step, steer
 from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
 from koholint.schemas.env import Action
 
@@ -152,7 +151,7 @@ def _out(check: WinCheck, side: str) -> int | None:
     raw = zelda.raw_state
     here = (raw.x // 16, raw.y // 16)
     reachable = []
-    for cell in room_edge(tiles, side):
+    for cell in edge_cells(tiles, side):
         try:
             reachable.append((len(find_path(tiles, here, cell)), cell))
         except NoPathError:
