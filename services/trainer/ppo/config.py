@@ -57,7 +57,8 @@ PHASE_TWO_RECIPE: dict[str, Any] = {
             "reward_weights": {"new_room": 0.0, "rupee": 0.0, "kill": 0.25}},
     "curriculum": {"threshold": 0.1, "time_factor": 3.0, "passes": 3, "clone_epochs": 400,
                    "clone_fights": 2, "clone_walks": 2},
-    "evaluation": {"every_env_steps": 250_000, "stop_at_win_rate": 0.9},
+    "evaluation": {"every_env_steps": 250_000, "stop_at_win_rate": 0.9,
+                   "confirm_start": "start_of_play"},
     "total_env_steps": 5_000_000, "export_every_episodes": 0, "checkpoint_every_iterations": 244,
 }  # fmt: skip
 """What phase=robustify and phase=both train with where no layer above sets it: the recipe
@@ -66,7 +67,8 @@ BENCHMARKS.md measured ("One command from nothing"): the route's progress and ki
 0.1, the demonstration cloned with a scripted fighter's clean fights ("A scripted fighter
 cloned with the demonstration") and a path-finder's clean walks to each room's exit ("A
 path-finder's walks cloned too"), three walks of the route, evaluated from power-on every
-250k steps until 90% of 100 episodes win, within 5M steps of phase 2."""
+250k steps until 90% of 100 episodes win there and from start_of_play, within 5M steps of
+phase 2."""
 
 
 class TrainConfigError(ValueError):
@@ -149,6 +151,10 @@ class Evaluation(_Group):
     kept in the run folder's winning-policy/ with the run's total env steps"""
     processes: JsonInt = Field(2, ge=1, le=16)
     """processes playing the episodes side by side (the runners wait meanwhile)"""
+    confirm_start: str = Field("", max_length=64)
+    """with stop_at_win_rate: a second start (a named state such as start_of_play) played
+    when an evaluation reaches the goal; the run stops only if it reaches it there too
+    ("" = none)"""
 
 
 class TrainConfig(BaseSettings):
@@ -322,6 +328,13 @@ class TrainConfig(BaseSettings):
             raise TrainConfigError(
                 f"evaluation.start={evaluation.start!r}: choose power-on (where a player "
                 f"starts) or a named state ({', '.join(STATE_NAMES)})", "evaluation.start",
+            )  # fmt: skip
+        confirm = evaluation.confirm_start
+        if confirm and confirm not in STATE_NAMES and confirm not in ("power-on", "power_on"):
+            raise TrainConfigError(
+                f"evaluation.confirm_start={confirm!r}: choose a named state "
+                f"({', '.join(STATE_NAMES)}), power-on, or \"\" for none",
+                "evaluation.confirm_start",
             )  # fmt: skip
         if evaluation.every_env_steps and power_on and self.planner == "off":
             raise TrainConfigError(

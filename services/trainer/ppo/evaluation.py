@@ -8,8 +8,9 @@ it and to the run status) and played for ``evaluation.episodes`` episodes (seeds
 actions and the run's planner (a language-model planner is played with the rules: the same
 switch and macros). The runners wait meanwhile; the evaluation's env steps are not training
 steps and are not counted. When an evaluation wins at least ``evaluation.stop_at_win_rate``
-of its episodes, its policy is kept as ``<run_dir>/winning-policy`` with the run's total env
-steps (phase 1's and the training phase's) in its metadata, and the run stops.
+of its episodes (and, with ``evaluation.confirm_start``, a second evaluation from there does
+too), its policy is kept as ``<run_dir>/winning-policy`` with the run's total env steps
+(phase 1's and the training phase's) in its metadata, and the run stops.
 """
 
 from __future__ import annotations
@@ -60,8 +61,19 @@ class PolicyEvaluator:
             extra_source={"total_env_steps": total,
                           "phase_one_env_steps": status.phase_one_env_steps},
         )  # fmt: skip
+        record = self._play(folder, self.settings.start, status, total)
+        if self.won(record) and self.settings.confirm_start:
+            record = self._play(folder, self.settings.confirm_start, status, total)
+        if self.won(record):
+            winner = self.run_dir / WINNING_POLICY
+            shutil.rmtree(winner, ignore_errors=True)
+            shutil.copytree(folder, winner)
+        return record
+
+    def _play(self, folder: Path, start: str, status: RunStatus, total: int) -> PolicyEvaluation:
+        """One evaluation of the policy in `folder` from `start`, appended to `status`."""
         started = time.perf_counter()
-        report = play_policy(load_policy(folder), self.play_settings())
+        report = play_policy(load_policy(folder), self.play_settings(start))
         record = PolicyEvaluation(
             env_steps=status.env_steps, total_env_steps=total, start=report.start,
             episodes=len(report.episodes), wins=report.wins, win_rate=report.win_rate,
@@ -75,10 +87,6 @@ class PolicyEvaluator:
             record.env_steps, total, record.wins, record.episodes, record.start,
             extra={"event": "evaluation", "win_rate": record.win_rate},
         )  # fmt: skip
-        if self.won(record):
-            winner = self.run_dir / WINNING_POLICY
-            shutil.rmtree(winner, ignore_errors=True)
-            shutil.copytree(folder, winner)
         return record
 
     def won(self, record: PolicyEvaluation) -> bool:
@@ -86,10 +94,10 @@ class PolicyEvaluator:
         goal = self.settings.stop_at_win_rate
         return bool(goal) and record.win_rate >= goal
 
-    def play_settings(self) -> PlaySettings:
+    def play_settings(self, start: str | None = None) -> PlaySettings:
         planner = self.config.planner if self.config.planner in PLAY_PLANNERS else "rules"
         return PlaySettings(
-            start=self.settings.start, episodes=self.settings.episodes, seed=0,
+            start=start or self.settings.start, episodes=self.settings.episodes, seed=0,
             sticky=self.settings.sticky, planner=planner, workers=self.settings.processes,
         )  # fmt: skip
 

@@ -73,6 +73,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "review_share": ("0.25", "0.5", 0.5),
         "review_where": ("failures", "route", "route"),
         "start": ("start_of_play", "last_room", "last_room"),
+        "confirm_start": ("start_of_play", "last_room", "last_room"),
         "stop_at_win_rate": ("0.5", "0.25", 0.25),
     }
     if name in special:
@@ -262,6 +263,7 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"evaluation": {"every_env_steps": 1000}}, {}, "evaluation.start", "the title screen is the planner's"),
         ({"evaluation": {"start": "demo:x.actions@3"}}, {}, "evaluation.start", "choose power-on"),
         ({"evaluation": {"start": "nowhere"}}, {}, "evaluation.start", "choose power-on"),
+        ({"evaluation": {"confirm_start": "nowhere"}}, {}, "evaluation.confirm_start", "choose a named state"),
         ({}, {"KOHOLINT_TRAINER_EVALUATION__EPISODES": "0"}, "evaluation.episodes", "KOHOLINT_TRAINER_EVALUATION__EPISODES"),
         ({"evaluation": {"sticky": 1}}, {}, "evaluation.sticky", "less than 1"),
     ],

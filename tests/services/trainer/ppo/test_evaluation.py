@@ -47,6 +47,61 @@ def test_a_run_stops_only_at_its_goal(tmp_path: Path) -> None:
     assert not never.won(record(1.0))
 
 
+class _Report:
+    """What play_policy returns, as much as the evaluator reads."""
+
+    def __init__(self, start: str, wins: int) -> None:
+        self.start, self.wins, self.episodes = start, wins, [None] * 10
+        self.win_rate = wins / 10
+
+    def interval(self) -> tuple[float, float]:
+        return (0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("wins", "starts", "stopped"),
+    [
+        ({"power-on": 9, "start_of_play": 9}, ["power-on", "start_of_play"], True),
+        ({"power-on": 9, "start_of_play": 8}, ["power-on", "start_of_play"], False),
+        ({"power-on": 8, "start_of_play": 10}, ["power-on"], False),  # not confirmed: not tried
+    ],
+)
+def test_a_goal_reached_from_power_on_is_confirmed_from_the_second_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wins: dict[str, int], starts: list[str],
+    stopped: bool,
+) -> None:  # fmt: skip
+    import trainer.ppo.evaluation as evaluation
+
+    played: list[str] = []
+
+    def play(policy: Any, settings: Any) -> _Report:
+        played.append(settings.start)
+        return _Report(settings.start, wins[settings.start])
+
+    monkeypatch.setattr(evaluation, "play_policy", play)
+    monkeypatch.setattr(evaluation, "load_policy", lambda folder: None)
+    monkeypatch.setattr(evaluation, "policy_from_state", lambda *args, **kwargs: None)
+    config = evaluation_config(every_env_steps=1, stop_at_win_rate=0.9,
+                               confirm_start="start_of_play")  # fmt: skip
+    (tmp_path / "evaluation" / "policy").mkdir(parents=True)
+    evaluator = PolicyEvaluator(config, tmp_path, 0)
+
+    class Algo:
+        class learner_group:
+            @staticmethod
+            def get_weights(ids: list[str]) -> dict[str, dict]:
+                return {ids[0]: {}}
+
+    status = RunStatus(run="r", env_steps=1000)
+    result = evaluator.won(evaluator.evaluate(Algo(), status))
+    assert played == starts
+    assert [e.start for e in status.evaluations] == starts
+    assert result is stopped
+    assert (tmp_path / WINNING_POLICY).exists() is stopped
+    logged = (tmp_path / "evaluation" / "evaluations.jsonl").read_text().splitlines()
+    assert [json.loads(line)["start"] for line in logged] == starts
+
+
 def test_an_llm_planner_is_evaluated_with_the_rules(tmp_path: Path) -> None:
     config = TrainConfig.load({"planner": "local", "evaluation": {"every_env_steps": 10}}, {})
     settings = PolicyEvaluator(config, tmp_path, 0).play_settings()
