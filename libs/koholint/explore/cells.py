@@ -29,6 +29,9 @@ _BLOCK = int(EntityType.BLOCK)
 _ENEMIES = frozenset({int(EntityType.OCTOROK), int(EntityType.KEESE)})
 _STEADY_MOTION = frozenset({int(MotionState.NORMAL)})
 NO_BLOCK = 0xFF
+LOOP_TILE = 8
+"""pixels per tile of the cells the shortening compares: a loop must return to one, a
+shortcut's walk must reach one (koholint.explore.shorten, koholint.explore.shortcuts)"""
 
 
 def room_detail(raw: RawState) -> tuple[int, int]:
@@ -74,6 +77,7 @@ def reached_milestones(memory: Any, raw: RawState) -> set[str]:
 
 
 __all__ = [
+    "LOOP_TILE",
     "MILESTONES",
     "NO_BLOCK",
     "cell_of",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from koholint.explore.cells import cell_of, restartable
+from koholint.explore.cells import LOOP_TILE, cell_of, restartable
 from koholint.explore.fights import BUTTON_ACTIONS
 from koholint.explore.walks import Exit, walk_action
 from koholint.game.navigation import NoPathError, edge_cells, find_path, next_step, steer
@@ -33,8 +33,6 @@ MAX_WALK = 200
 """the most steps a shortcut's walk may take"""
 OVERWORLD_STEPS = {"up": -16, "down": 16, "left": -1, "right": 1}
 """room id differences between overworld neighbours (id = row << 4 | column)"""
-TILE = 8
-"""pixels per tile of the cell a walk must reach (shorten.LOOP_TILE)"""
 
 
 class WinCheck(Protocol):
@@ -72,7 +70,9 @@ def same_progress(cell: Cell, other: Cell) -> bool:
 def inside(cell: Cell) -> bool:
     """Whether the cell's tile is clear of the room's edges by a 16-pixel cell (a walk that
     ends on an edge tile can start the scroll to the next room instead)."""
-    return bool(2 <= cell[1] < ROOM_WIDTH * 2 - 2 and 2 <= cell[2] < ROOM_HEIGHT * 2 - 2)
+    margin = 16 // LOOP_TILE
+    return bool(margin <= cell[1] < ROOM_WIDTH * margin - margin
+                and margin <= cell[2] < ROOM_HEIGHT * margin - margin)  # fmt: skip
 
 
 def shortcut_target(cells: list[Cell | None], start: int) -> tuple[int, str] | None:
@@ -102,9 +102,11 @@ def with_shortcuts(actions: bytes, check: WinCheck) -> tuple[bytes, int]:
         target = shortcut_target(cells, cursor)
         if target is not None:
             end, side = target
+            goal = cells[end]
+            assert goal is not None  # shortcut_target picks states at rest
             prefix = current[: cursor + 1]
             check.rebase(prefix)
-            walk = walk_into(check, prefix, side, cells[end])  # type: ignore[arg-type]
+            walk = walk_into(check, prefix, side, goal)
             if walk is not None and len(walk) <= end - cursor - MIN_SAVED:
                 candidate = prefix + walk + current[end + 1 :]
                 checks += 1
@@ -127,9 +129,10 @@ def walk_into(check: WinCheck, prefix: bytes, side: str, goal: Cell) -> bytes | 
         if not restartable(raw):
             action: int | None = int(Action.NOOP)
         elif raw.room_key == goal[0]:
-            if cell_of(raw, TILE)[0] == goal:
+            if cell_of(raw, LOOP_TILE)[0] == goal:
                 return bytes(walked)
-            action = _toward(check, (goal[1] * TILE + TILE // 2, goal[2] * TILE + TILE // 2))
+            centre = LOOP_TILE // 2
+            action = _toward(check, (goal[1] * LOOP_TILE + centre, goal[2] * LOOP_TILE + centre))
         elif raw.room_key == start_room:
             action = _out(check, side)
         else:
@@ -172,7 +175,7 @@ def _toward(check: WinCheck, target: tuple[int, int]) -> int | None:
         if (raw.x // 16, raw.y // 16) != goal:
             button = next_step(tiles, (raw.x, raw.y), goal, tolerance=zelda.config.frame_skip // 2)
         else:
-            button = steer((raw.x, raw.y), target, "x", tolerance=TILE // 2 - 1)
+            button = steer((raw.x, raw.y), target, "x", tolerance=LOOP_TILE // 2 - 1)
     except NoPathError:
         return None
     action = BUTTON_ACTIONS.get(button)

@@ -30,15 +30,13 @@ from dataclasses import dataclass
 
 from koholint.env.zelda import ZeldaEnv
 from koholint.explore.archive import Cell
-from koholint.explore.cells import cell_of, restartable
+from koholint.explore.cells import LOOP_TILE, cell_of, restartable
 from koholint.explore.runner import exploration_env, switch_at_rest
 from koholint.explore.shortcuts import with_shortcuts
 
 BASE_EVERY = 16
 """the check's base state moves forward in steps of at least this many actions (a save
 costs ~25 ms, about 70 env steps)"""
-LOOP_TILE = 8
-"""pixels per tile of the cells a loop must return to"""
 MIN_LOOP = 8
 """the fewest steps a loop must have to be tried"""
 

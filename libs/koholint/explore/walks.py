@@ -31,7 +31,7 @@ from koholint.explore.fights import (
     scripted_episode,
     teach,
 )
-from koholint.game.navigation import Cell, NoPathError, next_step
+from koholint.game.navigation import DIRECTION_BUTTONS, Cell, NoPathError, next_step
 from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
 from koholint.schemas.env import Action
 
@@ -45,8 +45,7 @@ PROGRESS_SLOTS = ("keys", "has_sword", "sword_in_a", "sword_in_b", "has_instrume
 exit's (the key taken, the enemies dead, the door or chest open; the room status bits 2-6
 of cartridge/src/ladx.h, not the rupee, heart and visited bits of passing through); the
 fighter teaches the fights."""
-FACING_ACTIONS = {"right": Action.RIGHT, "left": Action.LEFT, "up": Action.UP,
-                  "down": Action.DOWN}  # fmt: skip
+FACING_ACTIONS = {facing: BUTTON_ACTIONS[button] for facing, button in DIRECTION_BUTTONS.items()}
 
 
 @dataclass(frozen=True)
@@ -140,8 +139,9 @@ def _walk(state: bytes, exit_: Exit, env_config: EnvConfig, seed: int) -> Episod
 
     def choose(env: ZeldaEnv, observation: np.ndarray) -> int | None:
         nonlocal walked
-        if _room(observation) != exit_.room:
-            return DONE if _room(observation) == exit_.to else None
+        room = _room(observation)
+        if room != exit_.room:
+            return DONE if room == exit_.to else None
         if (observation[SLOT_INDEX["in_transition"]] > 0.5
                 or observation[SLOT_INDEX["motion_map_fade"]] > 0.5):  # fmt: skip
             return UNCLONED + int(Action.NOOP)  # leaving: wait for the next room
