@@ -45,7 +45,7 @@ class WinCheck(Protocol):
     @property
     def spent(self) -> bool: ...
     def __call__(self, actions: bytes) -> bool: ...
-    def cells(self, actions: bytes) -> list[Cell | None]: ...
+    def cells(self, actions: bytes, tile: int = ...) -> list[Cell | None]: ...
     def play(self, prefix: bytes) -> None: ...
     def rebase(self, prefix: bytes) -> None: ...
 
@@ -132,7 +132,7 @@ def walk_into(check: WinCheck, prefix: bytes, side: str, goal: Cell) -> bytes | 
             if cell_of(raw, LOOP_TILE)[0] == goal:
                 return bytes(walked)
             centre = LOOP_TILE // 2
-            action = _toward(check, (goal[1] * LOOP_TILE + centre, goal[2] * LOOP_TILE + centre))
+            action = toward(check, (goal[1] * LOOP_TILE + centre, goal[2] * LOOP_TILE + centre))
         elif raw.room_key == start_room:
             action = _out(check, side)
         else:
@@ -165,8 +165,11 @@ def _out(check: WinCheck, side: str) -> int | None:
     return walk_action(zelda, Exit(raw.room_key, raw.room_key, 0, cell, side))
 
 
-def _toward(check: WinCheck, target: tuple[int, int]) -> int | None:
-    """The step toward pixel `target` in this room (the path, then the last pixels)."""
+def toward(
+    check: WinCheck, target: tuple[int, int], tolerance: int = LOOP_TILE // 2 - 1
+) -> int | None:
+    """The step toward pixel `target` in this room (the path, then the last pixels, to
+    within `tolerance`)."""
     zelda = check.zelda
     tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()
     raw = zelda.raw_state
@@ -175,7 +178,7 @@ def _toward(check: WinCheck, target: tuple[int, int]) -> int | None:
         if (raw.x // 16, raw.y // 16) != goal:
             button = next_step(tiles, (raw.x, raw.y), goal, tolerance=zelda.config.frame_skip // 2)
         else:
-            button = steer((raw.x, raw.y), target, "x", tolerance=LOOP_TILE // 2 - 1)
+            button = steer((raw.x, raw.y), target, "x", tolerance=tolerance)
     except NoPathError:
         return None
     action = BUTTON_ACTIONS.get(button)

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from koholint.env.zelda import ZeldaEnv
 from koholint.explore.archive import Cell
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
+from koholint.explore.fight_cuts import with_clean_fights
 from koholint.explore.runner import exploration_env, switch_at_rest
 from koholint.explore.shortcuts import with_shortcuts
 
@@ -80,15 +81,16 @@ class WinCheck:
         self.env.reset(seed=0)
         return self._plays_to_win(actions)
 
-    def cells(self, actions: bytes) -> list[Cell | None]:
-        """The cell after each action of a replay from the start (None where not at rest:
-        a loop is cut only between states a restored state would play on from)."""
+    def cells(self, actions: bytes, tile: int = LOOP_TILE) -> list[Cell | None]:
+        """The cell (of `tile` pixels) after each action of a replay from the start (None
+        where not at rest: a loop is cut only between states a restored state would play on
+        from)."""
         self.env.reset(seed=0)
         cells: list[Cell | None] = []
         for action in actions:
             self.steps += 1
             self.env.step(action)
-            cells.append(cell_of(self.zelda.raw_state, LOOP_TILE)[0] if self._at_rest() else None)
+            cells.append(cell_of(self.zelda.raw_state, tile)[0] if self._at_rest() else None)
         return cells
 
     def play(self, prefix: bytes) -> None:
@@ -199,6 +201,8 @@ def shorten(
         current, checks = without_loops(current, states)
         replays += checks
         current, checks = with_shortcuts(current, states)
+        replays += checks
+        current, checks = with_clean_fights(current, states)
         replays += checks
     before_runs = len(current)
     current, checks = without_idle_runs(current, check, states)

@@ -43,7 +43,7 @@ class GridWalk(WinCheck):
 
     def __call__(self, actions: bytes) -> bool:
         self.steps += len(actions)
-        return actions.endswith(b"\x05") and self.cells(actions)[-1][0] == 0
+        return actions.endswith(b"\x05") and self.cells(actions)[-1][1] == 0
 
     def full(self, actions: bytes) -> bool:
         return self(actions)
@@ -51,12 +51,13 @@ class GridWalk(WinCheck):
     def rebase(self, prefix: bytes) -> None:
         pass
 
-    def cells(self, actions: bytes) -> list:
+    def cells(self, actions: bytes, tile: int = 8) -> list:
+        """Cells as the shortening's: (room, x, y, level, enemies, block, items, keys)."""
         x, y, cells = 0, 0, []
         for action in actions:
             dx, dy = self.MOVES.get(Action(action), (0, 0))
             x, y = x + dx, y + dy
-            cells.append((x, y))
+            cells.append(((0, 0, 0), x, y, 0, 0, 0xFF, 0, 0))
         return cells
 
 
