@@ -128,9 +128,9 @@ def _progress(total: int) -> Any:
     shown = [-1]  # the env steps of the last evaluation printed (the status keeps the last 64)
 
     def progress(status: Any) -> None:
-        done = min(status.env_steps / total, 1.0)
-        bar = "#" * int(done * 30)
-        print(f"\r[{bar:<30}] {status.env_steps:>8}/{total} steps  {status.steps_per_second:6.0f}/s  "
+        steps = status.env_steps_in_all  # what the budget bounds
+        bar = "#" * int(min(steps / total, 1.0) * 30)
+        print(f"\r[{bar:<30}] {steps:>8}/{total} steps  {status.steps_per_second:6.0f}/s  "
               f"rooms {status.rooms_mean or 0:4.1f}  cells {status.cells_mean or 0:5.1f}  archive {status.archive_cells}"
               f"{_phase_progress(status)}", end="", flush=True)  # fmt: skip
         for evaluation in status.evaluations:  # under the bar, each on a line of its own

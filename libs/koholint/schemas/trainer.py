@@ -105,6 +105,11 @@ class RunStatus(BaseModel):
                                                 max_length=MAX_EVALUATIONS_KEPT)  # fmt: skip
     """the evaluations so far (the last 64), oldest first"""
 
+    @property
+    def env_steps_in_all(self) -> int:
+        """phase 1 and its shortening, then phase 2: what total_env_steps bounds"""
+        return self.phase_one_env_steps + self.env_steps
+
     @field_serializer("error")
     def _error_without_traceback(self, error: str | None) -> str | None:
         return None if error is None else without_traceback(error)

@@ -171,7 +171,8 @@ class TrainConfig(BaseSettings):
     run: str = Field("", pattern=rf"^$|{RUN_NAME_PATTERN}")
     """run name; empty picks a unique one from the time"""
     total_env_steps: JsonInt = Field(20_000, ge=1, le=MAX_ENV_STEPS)
-    """stop after this many environment steps (counted across resumes)"""
+    """stop after this many environment steps in all (counted across resumes; with phase
+    both, phase 1 and its shortening count too)"""
     num_env_runners: JsonInt = Field(2, ge=0, le=64)
     """Ray env-runner processes sampling in parallel (0 = sample in the driver)"""
     envs_per_env_runner: JsonInt = Field(4, ge=1, le=64)

@@ -52,7 +52,7 @@ class PolicyEvaluator:
         """Play the learner's current policy; the record is appended to `status`."""
         every = self.settings.every_env_steps
         self._next = (status.env_steps // every + 1) * every
-        total = status.phase_one_env_steps + status.env_steps
+        total = status.env_steps_in_all
         folder = self.run_dir / "evaluation" / "policy"
         state = algo.learner_group.get_weights([MODULE_ID])[MODULE_ID]
         policy_from_state(

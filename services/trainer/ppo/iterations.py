@@ -47,7 +47,7 @@ class IterationLoop:
         started, last_saved = time.perf_counter(), self.status.env_steps
         evaluating = 0.0  # seconds spent evaluating: the speed is training's
         while (not stop.is_set() and not self.won
-               and self.status.env_steps < self.config.total_env_steps):  # fmt: skip
+               and self.status.env_steps_in_all < self.config.total_env_steps):  # fmt: skip
             self._iterate()
             self._measure_speed(time.perf_counter() - started - evaluating)
             if self.evaluator and self.evaluator.due(self.status.env_steps):

@@ -137,6 +137,12 @@ class TrainingRun:
         self.config = self.config.model_copy(update={"curriculum": curriculum})
         self.status.phase_one_env_steps = self.status.env_steps
         self.status.env_steps = 0  # the training phase counts its own steps
+        if self.status.phase_one_env_steps >= self.config.total_env_steps:
+            raise RuntimeError(
+                f"phase 1 and its shortening took {self.status.phase_one_env_steps} env steps "
+                f"of total_env_steps {self.config.total_env_steps}: none are left for phase 2; "
+                "raise total_env_steps (--total-env-steps)"
+            )
         return True
 
     def _train(self, checked: Preflight, run_dir: Path, on_iteration: OnIteration | None) -> None:

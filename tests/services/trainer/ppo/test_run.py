@@ -90,7 +90,7 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monk
 
     def during(status: RunStatus) -> None:
         seen.append(status.env_steps)
-        status.phase_one_env_steps = 4321  # as a phase=both run's phase 1 would have set it
+        status.phase_one_env_steps = 128  # as a phase=both run's phase 1 would have set it
         if len(seen) == 1:
             node = ray._private.worker._global_node
             sessions.append(Path(node.get_session_dir_path()).name)  # in every Ray command line
@@ -129,7 +129,7 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monk
     # Resume by checkpoint name alone: the run that owns it continues.
     last = ledger.records[-1]
     resumed = TrainConfig.load(
-        {**TINY, "resume_from": last.name, "total_env_steps": last.step + 768}, {}
+        {**TINY, "resume_from": last.name, "total_env_steps": 128 + last.step + 768}, {}
     )
     again_run = TrainingRun(resumed, deployment)
     assert again_run.config.run == "smoke"
@@ -139,7 +139,8 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monk
     )
     assert again.state == "finished"
     assert again.resumed_from == last.name
-    assert again.phase_one_env_steps == 4321  # a resume still counts the steps in all
+    assert again.phase_one_env_steps == 128  # a resume still counts the steps in all
+    assert again.env_steps == last.step + 768  # the budget counts phase 1's 128 too
     assert stamps[0][1] > last.step  # counting continues from the checkpoint, not from zero
     assert stamps[0][2] == status.iterations + 1  # so do the iterations
     # The learning curve keeps the part before the resume.
@@ -194,3 +195,26 @@ def test_the_curve_keeps_each_milestones_share_of_the_last_episodes_not_the_best
         curve.add(status)
     assert [point["reached_sword"] for point in curve.points] == [0.25, 0.0]
     assert status.reached["sword"] == 0.25  # the status keeps the best window
+
+
+def test_phase_one_counts_against_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """total_env_steps bounds phase 1 and phase 2 together: a phase 1 that spends it all
+    leaves nothing to robustify, and the run says which setting to raise."""
+    import trainer.ppo.run as run_module
+
+    def phase_one(config, status, run_dir, on_iteration):  # a win found late
+        status.env_steps = 6_000
+        return run_dir / "win.actions"
+
+    monkeypatch.setattr(run_module, "run_phase_one", phase_one)
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    config = TrainConfig.load(
+        {**TINY, "run": "both", "phase": "both", "total_env_steps": 5_000}, {}
+    )
+    run = TrainingRun(config, deployment)
+    with pytest.raises(
+        RuntimeError, match=r"took 6000 env steps of total_env_steps 5000.*--total-env-steps"
+    ):
+        run.run()
+    assert run.status.state == "failed"
+    assert run.status.env_steps_in_all == 6_000
