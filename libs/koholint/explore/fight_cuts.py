@@ -22,7 +22,7 @@ from koholint.env.encoding import encode
 from koholint.explore.archive import Cell
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
 from koholint.explore.fights import KEY_WAIT_STEPS, MAX_FIGHT_STEPS, fight_action, loot_action
-from koholint.explore.shortcuts import MIN_SAVED, WinCheck, inside, toward
+from koholint.explore.shortcuts import MIN_SAVED, WinCheck, inside, take, toward
 from koholint.schemas.env import Action
 
 MAX_WALK_AFTER = 96
@@ -158,12 +158,7 @@ def fight_into(
                 else:
                     action = toward(check, (chosen[1][1], chosen[1][2]), tolerance=0)
             previous = cell
-        if action is None:
-            return None
-        fought.append(action)
-        check.steps += 1
-        _, _, terminated, _, _ = check.env.step(action)
-        if terminated:
+        if not take(check, fought, action):
             return None
     return None
 

@@ -137,14 +137,20 @@ def walk_into(check: WinCheck, prefix: bytes, side: str, goal: Cell) -> bytes | 
             action = _out(check, side)
         else:
             return None
-        if action is None:
-            return None
-        walked.append(action)
-        check.steps += 1
-        _, _, terminated, _, _ = check.env.step(action)
-        if terminated:
+        if not take(check, walked, action):
             return None
     return None
+
+
+def take(check: WinCheck, walked: bytearray, action: int | None) -> bool:
+    """Step `action` and add it to `walked`; whether the walk goes on (no action, or the
+    credits reached mid-walk, end it)."""
+    if action is None:
+        return False
+    walked.append(action)
+    check.steps += 1
+    _, _, terminated, _, _ = check.env.step(action)
+    return not terminated
 
 
 def _out(check: WinCheck, side: str) -> int | None:
