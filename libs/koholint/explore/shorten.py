@@ -186,14 +186,18 @@ def _last_return(cells: list[Cell | None], cursor: int, here: Cell | None) -> in
 
 
 def shorten(
-    actions: bytes, wins: Callable[[bytes], bool] | None = None, *, loops: bool = True
+    actions: bytes,
+    wins: Callable[[bytes], bool] | None = None,
+    *,
+    loops: bool = True,
+    fights: bool = False,
 ) -> Shortened:
     """`actions` without the loops and the runs (or second halves of runs) the win did not
     need (loops only with a WinCheck: they need the states along the way). The loops are cut
     again after the runs: a dropped run can bring a detour's two ends into one cell (seed 2's
-    win left the dungeon's first room and came back in; only the second pass cut it), and
-    the fights too: a fight whose splice loses before the runs are dropped can win after
-    (seed 2's key hall: 808 -> 586 steps only in the second pass)."""
+    win left the dungeon's first room and came back in; only the second pass cut it). With
+    `fights`, the fighter's fights go in after the shortcuts and again after the runs (a
+    splice that loses before the runs are dropped can win after: seed 2's key hall)."""
     check = wins or winner()
     if not check(actions):
         raise ValueError("the trajectory does not win as given: nothing to shorten")
@@ -204,16 +208,18 @@ def shorten(
         replays += checks
         current, checks = with_shortcuts(current, states)
         replays += checks
-        current, checks = with_clean_fights(current, states)
-        replays += checks
+        if fights:
+            current, checks = with_clean_fights(current, states)
+            replays += checks
     before_runs = len(current)
     current, checks = without_idle_runs(current, check, states)
     replays += checks
     if loops and states and len(current) < before_runs and not states.spent:
         current, checks = without_loops(current, states)
         replays += checks
-        current, checks = with_clean_fights(current, states)
-        replays += checks
+        if fights:
+            current, checks = with_clean_fights(current, states)
+            replays += checks
     if states and not states.full(current):
         raise RuntimeError(
             "the shortened trajectory does not win replayed from the start: a state saved at "

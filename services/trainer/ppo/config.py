@@ -235,6 +235,11 @@ class TrainConfig(BaseSettings):
     """phase 1's win loses the loops and the runs of one action it did not need before
     phase 2 learns it (koholint explore --shorten; its replays count in the run's total env
     steps)"""
+    explore_clean_fights: StrictBool = False
+    """the shortening puts the scripted fighter's fight in place of a fight of the win's
+    where the win holds (koholint.explore.fight_cuts): seeds 1 and 2's demos 453 -> 364
+    and 808 -> 586 steps; off, as phase 2 learned no faster on them (BENCHMARKS.md, "Clean
+    fights in the shortening")"""
     explore_shorten_env_steps: JsonInt = Field(600_000, ge=1, le=MAX_ENV_STEPS)
     """the shortening stops trying after its replays took this many env steps, keeping what
     it cut (run to its end, seeds 0-2's wins took 236k, 65k and 500k; seed 2's stopped at

@@ -175,20 +175,20 @@ def run_phase_one(
         path.write_bytes(result.trajectory)
         write_trajectory(result.trajectory, run_dir / "win.jsonl")
         if config.explore_shorten:
-            path = _shortened(result.trajectory, settings, config.explore_shorten_env_steps,
-                              run_dir, status, summary)  # fmt: skip
+            path = _shortened(result.trajectory, settings, config, run_dir, status, summary)
     (run_dir / "explore.json").write_text(json.dumps(summary, indent=1))
     return path
 
 
-def _shortened(trajectory: bytes, settings: Any, budget: int, run_dir: Path,
+def _shortened(trajectory: bytes, settings: Any, config: TrainConfig, run_dir: Path,
                status: RunStatus, summary: dict[str, Any]) -> Path:  # fmt: skip
     """The win without the loops and the runs of one action it did not need
     (win-short.actions); its replays' env steps are phase 1's too."""
     from koholint.explore.shorten import shorten, winner
 
-    check = winner(settings.start_state, settings.frame_skip, settings.planner, budget)
-    short = shorten(trajectory, check).actions
+    check = winner(settings.start_state, settings.frame_skip, settings.planner,
+                   config.explore_shorten_env_steps)  # fmt: skip
+    short = shorten(trajectory, check, fights=config.explore_clean_fights).actions
     status.env_steps += check.steps
     summary.update(shortened_steps=len(short), shorten_env_steps=check.steps,
                    total_env_steps=status.env_steps)  # fmt: skip

@@ -1,0 +1,28 @@
+"""The shortening as `koholint train --phase both` runs it, on a phase-1 win; with
+`fights`, as `--explore-clean-fights true` runs it.
+
+.venv/bin/python full_shorten.py WIN.actions OUT.actions [BUDGET] [fights]
+"""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from koholint.explore.shorten import shorten, winner
+
+
+def main(source: Path, out: Path, budget: int, fights: bool) -> None:
+    actions = source.read_bytes()
+    check = winner(budget=budget)
+    began = time.perf_counter()
+    short = shorten(actions, check, fights=fights)
+    out.write_bytes(short.actions)
+    print(json.dumps({"from": len(actions), "to": len(short.actions), "replays": short.replays,
+                      "env_steps": check.steps,
+                      "seconds": round(time.perf_counter() - began)}))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 600_000,
+         sys.argv[4:5] == ["fights"])  # fmt: skip
