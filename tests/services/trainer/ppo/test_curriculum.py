@@ -154,7 +154,8 @@ def test_a_resumed_robustification_goes_on_from_the_checkpoints_start(tmp_path: 
 def test_phase_ones_win_is_shortened_within_its_budget_and_counted(tmp_path: Path):
     win = (WIN_DIRECTORY / "explore-seed0.actions").read_bytes()
     status, summary = RunStatus(run="short", env_steps=391_179), {}
-    path = _shortened(win, ExploreConfig(), 30_000, tmp_path, status, summary)
+    config = TrainConfig.load({"explore_shorten_env_steps": 30_000}, {})
+    path = _shortened(win, ExploreConfig(), config, tmp_path, status, summary)
     short = path.read_bytes()
     assert path.name == "win-short.actions"
     assert len(short) < len(win)
