@@ -18,6 +18,8 @@ which sets the pixel a step cannot.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from koholint.env.encoding import encode
 from koholint.explore.archive import Cell
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
@@ -42,6 +44,19 @@ TRY_EVERY = 16
 """steps between the starts tried for one fight"""
 
 
+def _visit(cells: list[Cell | None], start: int) -> Iterator[tuple[int, Cell]]:
+    """(step, cell) of the states at rest from `start` on, while Link stays in `start`'s
+    room; nothing where `start` is not at rest."""
+    here = cells[start]
+    for index in range(start, len(cells)):
+        there = cells[index]
+        if there is None:
+            continue
+        if here is None or there[0] != here[0]:
+            return
+        yield index, there
+
+
 def fight_targets(cells: list[Cell | None], start: int) -> list[int]:
     """The states at rest inside the room, more than MIN_SAVED steps after `start`, in the
     visit `start` is in, with no enemy left and `start`'s items, the last first; none where
@@ -49,15 +64,9 @@ def fight_targets(cells: list[Cell | None], start: int) -> list[int]:
     here = cells[start]
     if here is None or not here[4]:
         return []
-    found = []
-    for index in range(start + 1, len(cells)):
-        there = cells[index]
-        if there is None:
-            continue
-        if there[0] != here[0]:
-            break  # the visit ended
-        if index > start + MIN_SAVED and not there[4] and there[6] == here[6] and _inside(there):
-            found.append(index)
+    found = [index for index, there in _visit(cells, start)
+             if index > start + MIN_SAVED and not there[4] and there[6] == here[6]
+             and _inside(there)]  # fmt: skip
     return found[::-1]
 
 
@@ -68,13 +77,9 @@ def _inside(cell: Cell) -> bool:
 def fight_starts(cells: list[Cell | None], start: int) -> list[int]:
     """The states to fight from, `start`'s first: at rest in `start`'s visit with an
     enemy left, TRY_EVERY steps apart, TRIES_PER_FIGHT at most."""
-    here = cells[start]
     found: list[int] = []
-    for index in range(start, len(cells)):
-        there = cells[index]
-        if there is None:
-            continue
-        if here is None or there[0] != here[0] or len(found) == TRIES_PER_FIGHT:
+    for index, there in _visit(cells, start):
+        if len(found) == TRIES_PER_FIGHT:
             break
         if there[4] and (not found or index - found[-1] >= TRY_EVERY):
             found.append(index)
@@ -82,13 +87,8 @@ def fight_starts(cells: list[Cell | None], start: int) -> list[int]:
 
 
 def visit_end(cells: list[Cell | None], start: int) -> int:
-    """The first step after `start` at rest in another room (or the end)."""
-    here = cells[start]
-    for index in range(start + 1, len(cells)):
-        there = cells[index]
-        if there is not None and here is not None and there[0] != here[0]:
-            return index
-    return len(cells)
+    """The step after the last state at rest of `start`'s visit."""
+    return max((index for index, _ in _visit(cells, start)), default=start) + 1
 
 
 def with_clean_fights(actions: bytes, check: WinCheck) -> tuple[bytes, int]:
@@ -152,7 +152,7 @@ def fight_into(
             elif action is None:
                 chosen = chosen or _reachable(goals, cell)
                 if chosen is None and bumps:  # a wall sets the pixel a step cannot
-                    chosen, action = None, _bump(bumps, cell, previous)
+                    action = _bump(bumps, cell, previous)
                 elif chosen is None or _near(cell, chosen[1]):
                     return None  # no goal on this pixel grid; or a step off it after all
                 else:

@@ -67,8 +67,8 @@ BENCHMARKS.md measured ("One command from nothing"): the route's progress and ki
 0.1, the demonstration cloned with a scripted fighter's clean fights ("A scripted fighter
 cloned with the demonstration") and a path-finder's clean walks to each room's exit ("A
 path-finder's walks cloned too"), three walks of the route, evaluated from power-on every
-250k steps until 90% of 100 episodes win there and from start_of_play, within 5M steps of
-phase 2."""
+250k steps until 90% of 100 episodes win there and from start_of_play, within 5M env steps
+in all (phase 1 and its shortening included)."""
 
 
 class TrainConfigError(ValueError):
