@@ -28,7 +28,7 @@ import numpy as np
 
 from koholint import ENV_ID
 from koholint.baselines.trained import PolicyFileError, write_policy
-from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.encoding import encoding_size
 from koholint.env.zelda import Action
 from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN
 from koholint.store import StoreError, open_store
@@ -78,13 +78,14 @@ def policy_from_state(
     the run's settings `config` and `extra_source` in its metadata."""
     layers = actor_layers(state)
     inputs, outputs = layers[0][0].shape[1], layers[-1][0].shape[0]
-    if (inputs, outputs) != (OBSERVATION_SIZE, len(Action)):
+    env = {key: value for key, value in config["env"].items() if key != "rom"}
+    size = encoding_size(env.get("observation", "observation"))
+    if (inputs, outputs) != (size, len(Action)):
         raise ExportError(
             f"{where}: its policy takes {inputs} observations and gives {outputs} "
-            f"actions; {ENV_ID} has {OBSERVATION_SIZE} and {len(Action)}: it was trained on "
-            "another env config; retrain it on this env (koholint train)"
+            f"actions; {ENV_ID} with its run's env settings has {size} and {len(Action)}: it "
+            "was trained on another env config; retrain it on this env (koholint train)"
         )
-    env = {key: value for key, value in config["env"].items() if key != "rom"}
     run = config.get("run", "")
     source = {
         "run": run, "env_steps": env_steps,

@@ -32,7 +32,7 @@ import numpy as np
 
 from koholint import ENV_ID
 from koholint.baselines.episode import PlayedEpisode
-from koholint.env.encoding import OBSERVATION_SIZE, encoder_version
+from koholint.env.encoding import ENCODINGS, encoder_version, encoding_size
 from koholint.env.zelda import Action, EnvConfig, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.states import STATE_NAMES
 from koholint.trajectory.gif import write_gif
@@ -99,7 +99,10 @@ def write_policy(
     source: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write ``policy.json`` and ``policy.npz`` into `folder`; returns the folder."""
-    _check_layers([(np.asarray(w), np.asarray(b)) for w, b in layers], "the layers given")
+    settings = {key: value for key, value in env.items() if key != "rom"}
+    encoding = EnvConfig.parse(settings).observation
+    _check_layers([(np.asarray(w), np.asarray(b)) for w, b in layers], "the layers given",
+                  encoding_size(encoding))  # fmt: skip
     arrays: dict[str, np.ndarray] = {}
     for index, (weight, bias) in enumerate(layers):
         arrays[f"weight_{index}"] = np.asarray(weight, np.float32)
@@ -107,11 +110,9 @@ def write_policy(
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)  # type: ignore[arg-type]
     weights = buffer.getvalue()
-    settings = {key: value for key, value in env.items() if key != "rom"}
-    EnvConfig.parse(settings)
     document = {
         "schema_version": POLICY_SCHEMA_VERSION, "kind": POLICY_KIND, "env_id": ENV_ID,
-        "encoder_version": encoder_version(), "observation_size": OBSERVATION_SIZE,
+        "encoder_version": encoder_version(encoding), "observation_size": encoding_size(encoding),
         "actions": len(Action), "activation": "tanh",
         "layer_sizes": [int(np.shape(layers[0][0])[1])] + [int(np.shape(w)[0]) for w, _ in layers],
         "env": settings, "planner": planner, "source": dict(source or {}),
@@ -183,7 +184,8 @@ def _check_trained_here(document: dict[str, Any], path: Path) -> None:
         )
     trained = (document.get("env_id"), document.get("encoder_version"),
                document.get("observation_size"), document.get("actions"))  # fmt: skip
-    here = (ENV_ID, encoder_version(), OBSERVATION_SIZE, len(Action))
+    encoding = _encoding(document, path)
+    here = (ENV_ID, encoder_version(encoding), encoding_size(encoding), len(Action))
     if trained != here:
         raise PolicyFileError(
             f"{path}: the policy was trained on another env config (env {trained[0]}, encoder "
@@ -207,15 +209,29 @@ def _read_weights(path: Path, document: dict[str, Any]) -> list[tuple[np.ndarray
     with np.load(io.BytesIO(blob), allow_pickle=False) as arrays:
         count = len(arrays.files) // 2
         layers = [(arrays[f"weight_{i}"], arrays[f"bias_{i}"]) for i in range(count)]
-    _check_layers(layers, str(path))
+    _check_layers(layers, str(path), int(document["observation_size"]))
     return layers
 
 
-def _check_layers(layers: list[tuple[np.ndarray, np.ndarray]], where: str) -> None:
-    """An MLP from the observation to one logit per action, of a sane size."""
+def _encoding(document: dict[str, Any], path: Path) -> str:
+    """The observation encoding the policy's env settings name (older files: the default)."""
+    env = document.get("env")
+    encoding = env.get("observation", "observation") if isinstance(env, dict) else "observation"
+    if encoding not in ENCODINGS:
+        raise PolicyFileError(
+            f"{path}: its env settings are invalid: observation={encoding!r}: use one of "
+            f"{', '.join(ENCODINGS)}"
+        )
+    return str(encoding)
+
+
+def _check_layers(
+    layers: list[tuple[np.ndarray, np.ndarray]], where: str, inputs: int
+) -> None:
+    """An MLP from the observation (`inputs` floats) to one logit per action, of a sane size."""
     if not 1 <= len(layers) <= MAX_LAYERS:
         raise PolicyFileError(f"{where}: {len(layers)} layers; a policy has 1..{MAX_LAYERS}")
-    width = OBSERVATION_SIZE
+    width = inputs
     for index, (weight, bias) in enumerate(layers):
         if weight.ndim != 2 or weight.shape[1] != width or bias.shape != (weight.shape[0],):
             raise PolicyFileError(

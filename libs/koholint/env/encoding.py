@@ -7,8 +7,10 @@ layout: a reward model or policy trained on one layout is refused by an env with
 The ``memory`` encoding (``ENCODINGS``) appends ``MEMORY_SLOTS``: what the game remembers
 across rooms, which one frame's slots do not show — for each bit of a room's flags byte, how
 many rooms of the overworld and of the indoor maps have it set (visited, puzzle solved, door
-opened, key taken, ...). The policy never sees it; an R_phi that judges compare states with
-needs it, or it explains "further along" by where Link stands (docs/reward-model.md).
+opened, key taken, ...). An R_phi that judges compare states with needs it, or it explains
+"further along" by where Link stands (docs/reward-model.md); the policy sees it when the
+env's ``observation`` setting is ``memory`` (a room crossed before and after a puzzle is
+solved then looks different).
 
 Room-object features (neighbours, the tile in front) use the cartridge's metatile ids
 (docs/cartridge.md); on the real DX ROM those slots read LADX object ids and are only
@@ -20,13 +22,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable
 from functools import cache
-from typing import Literal, NamedTuple, get_args
+from typing import Any, NamedTuple, get_args
 
 import numpy as np
 
 from koholint.game.ram import ENEMY_TYPES, ROOM_FLAG_TABLES, EntityType
 from koholint.game.state import RawState
 from koholint.game.tiles import PICKUPS, SOLID, STAIRS, Metatile
+from koholint.schemas.env import Encoding
 
 OBSERVATION_SIZE = 128
 ENTITY_BASE = 64
@@ -209,17 +212,24 @@ MEMORY_SLOTS: tuple[Slot, ...] = tuple(
     for table, (name, address) in enumerate((("overworld", "D800"), ("indoor", "D900")))
     for bit in range(8)
 )  # fmt: skip
-Encoding = Literal["observation", "memory"]
-"""``observation``: the 128 slots the policy sees; ``memory``: those and ``MEMORY_SLOTS``."""
 ENCODINGS: tuple[Encoding, ...] = get_args(Encoding)
 
 
 def encode_memory(raw: RawState) -> np.ndarray:
     """``MEMORY_SLOTS`` of one frame (16 float32 in [0, 1])."""
-    tables = np.frombuffer(bytes(raw._memory[ROOM_FLAG_TABLES]), np.uint8).reshape(2, 256)
+    return memory_slots(raw._memory)
+
+
+# log2(1 + count) / 8 for every count of rooms (0..256): a lookup, not a log per step
+_COUNT_SCALE = (np.log2(1.0 + np.arange(257)) / 8).astype(np.float32)
+
+
+def memory_slots(memory: Any) -> np.ndarray:
+    """``MEMORY_SLOTS`` read from the emulator's memory (anything sliced by address)."""
+    tables = np.frombuffer(bytes(memory[ROOM_FLAG_TABLES]), np.uint8).reshape(2, 256)
     counts = np.unpackbits(tables[:, :, None], axis=2, bitorder="little").sum(axis=1)
-    memory: np.ndarray = (np.log2(1.0 + counts) / 8).astype(np.float32).reshape(MEMORY_SIZE)
-    return memory
+    slots: np.ndarray = _COUNT_SCALE[counts.reshape(MEMORY_SIZE)]
+    return slots
 
 
 def encode_with_memory(raw: RawState) -> np.ndarray:

@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 from pydantic import ValidationError
 
-from koholint.env.encoding import OBSERVATION_SIZE, encode
+from koholint.env.encoding import OBSERVATION_SIZE, encode, encoding_size, memory_slots
 from koholint.game import fastpath
 from koholint.game.emulator import Button, GameBoy
 from koholint.game.ram import (
@@ -103,7 +103,8 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
     ``Discrete(9)``: see :class:`Action` (noop, up, down, left, right, A, B, START, SELECT).
 
     ## Observation Space
-    ``Box(-1, 1, (128,), float32)``: the state vector documented in ``koholint.env.encoding.SLOTS``.
+    ``Box(-1, 1, (128,), float32)``: the state vector documented in ``koholint.env.encoding.SLOTS``;
+    with ``observation="memory"``, ``(144,)``: those and ``MEMORY_SLOTS`` (the rooms' flags).
 
     ## Rewards
     Components, reported separately in ``info['reward_components']`` and combined with
@@ -145,7 +146,10 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self.config = config
         self.render_mode = render_mode
         self.action_space = gym.spaces.Discrete(len(Action))
-        self.observation_space = gym.spaces.Box(-1.0, 1.0, (OBSERVATION_SIZE,), np.float32)
+        self._with_memory = config.observation == "memory"
+        self.observation_space = gym.spaces.Box(
+            -1.0, 1.0, (encoding_size(config.observation),), np.float32
+        )
         self.gameboy = GameBoy(rom=Path(config.rom) if config.rom else None)
         self._banked = self.gameboy.rom.cgb
         self._weights = [getattr(config.reward_weights, name) for name in REWARD_COMPONENTS]
@@ -206,7 +210,9 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self._raw = raw
         self._prime_taps()
         self._started = True
-        return encode(raw), self._info(raw, dict.fromkeys(REWARD_COMPONENTS, 0.0), Action.NOOP)
+        return self._observe(encode(raw)), self._info(
+            raw, dict.fromkeys(REWARD_COMPONENTS, 0.0), Action.NOOP
+        )
 
     def _prime_taps(self) -> None:
         """Bind the compiled taps to this emulator and take the episode's first snapshot."""
@@ -274,7 +280,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         info = self._info(raw, components, applied)
         if terminated or truncated:
             info["milestones"] = milestones(self.gameboy.memory, raw)
-        return encode(raw), reward, terminated, truncated, info
+        return self._observe(encode(raw)), reward, terminated, truncated, info
 
     def _fast_transition(
         self, applied: Action
@@ -297,7 +303,13 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             info["state"] = self._state_dict(self.raw_state)
         if terminated or truncated:
             info["milestones"] = milestones(self.gameboy.memory, self.raw_state)
-        return observation, reward, terminated, truncated, info
+        return self._observe(observation), reward, terminated, truncated, info
+
+    def _observe(self, frame: np.ndarray) -> np.ndarray:
+        """The agent's vector: one frame's slots, and the rooms' flags when configured."""
+        if not self._with_memory:
+            return frame
+        return np.concatenate((frame, memory_slots(self.gameboy.memory)))
 
     @property
     def raw_state(self) -> RawState:

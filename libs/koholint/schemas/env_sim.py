@@ -137,7 +137,10 @@ class Transition(_Body):
 
 
 class Observation(_Body):
-    observation: list[float] = Field(min_length=128, max_length=128)
+    observation: list[float] = Field(
+        min_length=128, max_length=144,
+        description="the agent's vector: 128 floats, 144 with the session's observation 'memory'",
+    )
     state: GameState
     frame_png: str | None = None
 

@@ -35,7 +35,7 @@ def preflight(config: TrainConfig, deployment: Deployment) -> Preflight:
     store = _writable_store(deployment.store_url)
     resume = _checkpoint_to_resume(store, config.resume_from) if config.resume_from else None
     try:
-        check_reward_model(config.reward.model, store)
+        check_reward_model(config.reward.model, store, config.env.observation)
     except RewardModelError as error:
         raise TrainConfigError(f"reward.model: {error}", "reward.model") from None
     if config.planner in ("http", "llm-d") and not deployment.planner_url:

@@ -175,4 +175,5 @@ class TrainingRun:
         if not self.config.reward.model:
             return None
         return ShapingDriver(self.config.reward.model, checked.store,
-                             redis_url=self.deployment.redis_url, run=self.config.run)  # fmt: skip
+                             redis_url=self.deployment.redis_url, run=self.config.run,
+                             encoding=self.config.env.observation)  # fmt: skip

@@ -109,7 +109,8 @@ class ShapingDriver:
     source logs and counts it and the previous model stays."""
 
     def __init__(
-        self, choice: str, store: ObjectStore, *, redis_url: str = "", run: str = ""
+        self, choice: str, store: ObjectStore, *, redis_url: str = "", run: str = "",
+        encoding: str = "observation",
     ) -> None:
         bus = None
         if redis_url and choice == LATEST:
@@ -118,7 +119,8 @@ class ShapingDriver:
             self._redis = redis.Redis.from_url(redis_url, socket_connect_timeout=3)
             bus = RedisBus(self._redis)
         self.source = RewardModelSource(store, choice=choice, bus=bus, group=f"trainer-{run}",
-                                        consumer=f"driver-{run}")  # fmt: skip
+                                        consumer=f"driver-{run}",
+                                        expected_encoder=encoder_version(encoding))  # fmt: skip
         self.report = ShapingReport()
         self._send_failures = 0
 
@@ -153,8 +155,9 @@ class ShapingDriver:
         return metrics
 
 
-def check_reward_model(choice: str, store: ObjectStore) -> None:
-    """Preflight: a fixed version must load and match the env's encoder (RewardModelError
-    names the fix); 'latest' may not exist yet."""
+def check_reward_model(choice: str, store: ObjectStore, encoding: str = "observation") -> None:
+    """Preflight: a fixed version must load and match the env's encoder, `encoding` (the
+    vector the shaping reads R_phi from; RewardModelError names the fix); 'latest' may not
+    exist yet."""
     if choice and choice != LATEST:
-        load_version(store, choice, expected_encoder=encoder_version())
+        load_version(store, choice, expected_encoder=encoder_version(encoding))

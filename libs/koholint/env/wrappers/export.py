@@ -1,7 +1,8 @@
 """Export: every N-th episode recorded as segments and handed to the export queue.
 
-Each step's line carries the observation vector after the step (the 128 floats the policy
-sees) next to the structured state (export schema version 2)."""
+Each step's line carries the observation vector after the step (what the policy sees: the
+env's ``observation`` encoding, which the segment names) next to the structured state
+(export schema version 2)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         game = self.env.unwrapped
         game.render_mode = "rgb_array" if recording and self.frames else None
         self._segment = (
-            Segment(self.run, f"{self._episodes:06d}-{uuid.uuid4().hex[:8]}", 0)
+            Segment(self.run, f"{self._episodes:06d}-{uuid.uuid4().hex[:8]}", 0,
+                    encoding=game.config.observation)
             if recording
             else None
         )
@@ -69,7 +71,8 @@ class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
             segment.frames.append(game.gameboy.screen_rgba())  # type: ignore[attr-defined]
         if len(segment.steps) >= self.segment_steps:
             self.exporter.offer(segment)
-            self._segment = Segment(segment.run, segment.episode, segment.index + 1)
+            self._segment = Segment(segment.run, segment.episode, segment.index + 1,
+                                    encoding=segment.encoding)
 
     def _finish(self) -> None:
         if self._segment is not None and self._segment.steps:

@@ -30,7 +30,7 @@ from koholint.baselines.trained import (
     write_policy,
 )
 from koholint.cli import main
-from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.encoding import MEMORY_SIZE, OBSERVATION_SIZE, encoder_version
 from koholint.env.zelda import Action
 
 REPO = Path(__file__).resolve().parents[4]
@@ -39,13 +39,15 @@ NEAR_THE_END = f"demo:{WIN}@1005"
 TRAINED_ENV = {"sticky_action_probability": 0.25, "max_episode_steps": 1024, "frame_skip": 4}
 
 
-def constant_policy(folder: Path, action: Action, **changes: object) -> Path:
+def constant_policy(folder: Path, action: Action, env: dict | None = None, inputs: int = OBSERVATION_SIZE,
+                    **changes: object) -> Path:  # fmt: skip
     """A real policy file (two layers, as the trainer's) whose logits always favour `action`."""
-    hidden = np.zeros((8, OBSERVATION_SIZE), np.float32), np.zeros(8, np.float32)
+    hidden = np.zeros((8, inputs), np.float32), np.zeros(8, np.float32)
     bias = np.full(len(Action), -20.0, np.float32)
     bias[action] = 20.0
     head = np.zeros((len(Action), 8), np.float32), bias
-    write_policy(folder, [hidden, head], env=TRAINED_ENV, planner="rules", source={"run": "test"})
+    write_policy(folder, [hidden, head], env=env or TRAINED_ENV, planner="rules",
+                 source={"run": "test"})  # fmt: skip
     if changes:
         document = json.loads((folder / "policy.json").read_text())
         document.update(changes)
@@ -77,6 +79,29 @@ def test_a_policy_that_walks_up_wins_every_episode_from_the_end_of_a_win(tmp_pat
         "start demo-explore-seed1@1005  sticky 0.0  planner rules  frame skip 4  episodes of 40 steps"
         in out
     )
+
+
+def test_a_policy_trained_on_the_memory_observation_plays_on_it(tmp_path, capsys):
+    memory_env = {**TRAINED_ENV, "observation": "memory"}
+    up = constant_policy(tmp_path / "up", Action.UP, memory_env, OBSERVATION_SIZE + MEMORY_SIZE)
+    document = json.loads((up / "policy.json").read_text())
+    assert (document["observation_size"], document["encoder_version"]) == (
+        OBSERVATION_SIZE + MEMORY_SIZE, encoder_version("memory"),
+    )  # fmt: skip
+    code, out, _ = play(capsys, "--policy", f"checkpoint:{up}", "--start", NEAR_THE_END,
+                        "--episodes", "2", "--sticky", "0", "--max-steps", "40")  # fmt: skip
+    assert code == 0  # the env played it gave 144 floats: a 128-float one fails the first layer
+    assert [row[1:3] for row in episode_rows(out)] == [["yes", "16"], ["yes", "16"]]
+    with pytest.raises(PolicyFileError, match=r"expected \(out, 144\)"):
+        constant_policy(tmp_path / "narrow", Action.UP, memory_env)
+    document["env"]["observation"] = "observation"  # its layers read 144 floats, the env 128
+    (up / "policy.json").write_text(json.dumps(document))
+    with pytest.raises(PolicyFileError, match="trained on another env config"):
+        load_policy(up)
+    document["env"]["observation"] = "pixels"
+    (up / "policy.json").write_text(json.dumps(document))
+    with pytest.raises(PolicyFileError, match="observation='pixels': use one of observation, memory"):
+        load_policy(up)
 
 
 def test_a_policy_that_stands_still_wins_none(tmp_path, capsys):

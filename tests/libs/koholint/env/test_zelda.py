@@ -14,6 +14,7 @@ from gymnasium.utils.env_checker import check_env
 
 import koholint
 from koholint.baselines.policies import WALKTHROUGH_ENV, WalkthroughPolicy
+from koholint.env.encoding import MEMORY_SIZE, MEMORY_SLOTS, OBSERVATION_SIZE, encode_memory
 from koholint.env.zelda import Action, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.emulator import GameBoy
 from koholint.game.ram import RamAddress
@@ -88,6 +89,30 @@ def test_observation_is_128_floats_in_range(env):
         assert observation.dtype == np.float32
         assert np.all(observation >= -1.0)
         assert np.all(observation <= 1.0)
+
+
+SLOT_NAMES = [slot.name for slot in MEMORY_SLOTS]
+
+
+def test_the_memory_observation_appends_the_rooms_flags_to_the_frame():
+    plain, memory = ZeldaEnv(**WALKTHROUGH_ENV), ZeldaEnv(**WALKTHROUGH_ENV, observation="memory")
+    assert memory.observation_space.shape == (OBSERVATION_SIZE + MEMORY_SIZE,)
+    frame, info = plain.reset(seed=0)
+    both, _ = memory.reset(seed=0)
+    first_memory = both[OBSERVATION_SIZE:]
+    policy = WalkthroughPolicy()
+    policy.reset(plain, 0)
+    for _ in range(400):  # out of the village: rooms are visited, their flags set
+        action = policy.act(frame, info)
+        frame, _, _, _, info = plain.step(action)
+        both, *_ = memory.step(action)
+        assert both.dtype == np.float32 and both.shape == memory.observation_space.shape
+        np.testing.assert_array_equal(both[:OBSERVATION_SIZE], frame)
+        np.testing.assert_array_equal(both[OBSERVATION_SIZE:], encode_memory(memory.raw_state))
+    visited = SLOT_NAMES.index("overworld_rooms_flag_7")
+    assert both[OBSERVATION_SIZE + visited] > first_memory[visited]
+    plain.close()
+    memory.close()
 
 
 def step_until(env, action, condition, limit=400):
@@ -346,6 +371,7 @@ def test_state_from_another_rom_is_refused(env, tmp_path: Path):
         ("reward_mode", "dense", "reward_mode"),
         ("coverage_bin", 0, "coverage_bin"),
         ("cartridge_seed", 300, "cartridge_seed"),
+        ("observation", "pixels", "observation='pixels'"),
         ("no_such_setting", 1, "unknown env settings"),
     ],
 )
