@@ -15,7 +15,7 @@ import pytest
 
 from koholint.baselines.trained import PlaySettings, load_policy, play_policy
 from koholint.cli import main
-from koholint.env.encoding import OBSERVATION_SIZE
+from koholint.env.encoding import MEMORY_SIZE, OBSERVATION_SIZE, encoder_version
 from trainer.config import Deployment
 from trainer.ledger import RUN_STATE_FILE
 from trainer.ppo.config import TrainConfig
@@ -174,3 +174,20 @@ def test_a_policy_file_that_fails_leaves_the_run_and_its_checkpoint_whole(tmp_pa
     saved = tmp_path / "store" / "checkpoints" / "no-policy" / f"{status.env_steps:012d}"
     assert (saved / MODULE / "module_state.pkl").is_file()
     assert not (saved / "policy").exists()
+
+
+@pytest.mark.slow
+def test_a_run_on_the_memory_observation_writes_a_policy_that_plays_on_it(tmp_path):
+    """The policy reads the rooms' flag counts too: its file says so, and play builds that env."""
+    deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
+    settings = {**TINY, "run": "tiny-memory", "env": {**TINY["env"], "observation": "memory"}}
+    status = TrainingRun(TrainConfig.load(settings, {}), deployment).run()
+    assert status.state == "finished"
+    folder = tmp_path / "store" / "checkpoints" / "tiny-memory" / f"{status.env_steps:012d}"
+    policy = load_policy(folder)
+    document = json.loads((folder / "policy" / "policy.json").read_text())
+    assert document["observation_size"] == OBSERVATION_SIZE + MEMORY_SIZE
+    assert document["encoder_version"] == encoder_version("memory")
+    assert policy.env["observation"] == "memory"
+    report = play_policy(policy, PlaySettings(start="start_of_play", episodes=1, max_steps=32))
+    assert [episode.steps for episode in report.episodes] == [32]
