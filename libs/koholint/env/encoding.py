@@ -204,14 +204,27 @@ def encode(raw: RawState) -> np.ndarray:
     return np.array(values, dtype=np.float32)
 
 
+_TABLES = (("overworld", "D800"), ("indoor", "D900"))
 MEMORY_SIZE = 16
 MEMORY_SLOTS: tuple[Slot, ...] = tuple(
     Slot(OBSERVATION_SIZE + 8 * table + bit, f"{name}_rooms_flag_{bit}",
          f"rooms of the {name} table ({address}) with flag bit {bit} set",
          "log2(1 + count) / 8")
-    for table, (name, address) in enumerate((("overworld", "D800"), ("indoor", "D900")))
+    for table, (name, address) in enumerate(_TABLES)
     for bit in range(8)
 )  # fmt: skip
+EVENT_BITS = 7  # bits 0-6 of a room's flags; bit 7 (visited) counts every room walked into
+FLAGS_SIZE = 2 * EVENT_BITS
+FLAG_SLOTS: tuple[Slot, ...] = tuple(
+    Slot(OBSERVATION_SIZE + EVENT_BITS * table + bit, f"{name}_rooms_event_{bit}",
+         f"rooms of the {name} table ({address}) with flag bit {bit} set",
+         "min(count, 4) / 4")
+    for table, (name, address) in enumerate(_TABLES)
+    for bit in range(EVENT_BITS)
+)  # fmt: skip
+"""The ``flags`` encoding's extra slots: the room events (a puzzle solved, a chest opened,
+a door unlocked) and not the visited bit, whose count moves with every room a detour walks
+into; a count of 1 reads 0.25, not log2(2) / 8."""
 ENCODINGS: tuple[Encoding, ...] = get_args(Encoding)
 
 
@@ -220,16 +233,41 @@ def encode_memory(raw: RawState) -> np.ndarray:
     return memory_slots(raw._memory)
 
 
-# log2(1 + count) / 8 for every count of rooms (0..256): a lookup, not a log per step
+# each slot's value for every count of rooms (0..256): a lookup, not a log per step
 _COUNT_SCALE = (np.log2(1.0 + np.arange(257)) / 8).astype(np.float32)
+_EVENT_SCALE = (np.minimum(np.arange(257), 4) / 4).astype(np.float32)
+
+
+def _flag_counts(memory: Any) -> np.ndarray:
+    """(2, 8): how many rooms of each table have each flag bit set."""
+    tables = np.frombuffer(bytes(memory[ROOM_FLAG_TABLES]), np.uint8).reshape(2, 256)
+    counts: np.ndarray = np.unpackbits(tables[:, :, None], axis=2, bitorder="little").sum(axis=1)
+    return counts
 
 
 def memory_slots(memory: Any) -> np.ndarray:
     """``MEMORY_SLOTS`` read from the emulator's memory (anything sliced by address)."""
-    tables = np.frombuffer(bytes(memory[ROOM_FLAG_TABLES]), np.uint8).reshape(2, 256)
-    counts = np.unpackbits(tables[:, :, None], axis=2, bitorder="little").sum(axis=1)
-    slots: np.ndarray = _COUNT_SCALE[counts.reshape(MEMORY_SIZE)]
+    slots: np.ndarray = _COUNT_SCALE[_flag_counts(memory).reshape(MEMORY_SIZE)]
     return slots
+
+
+def flag_slots(memory: Any) -> np.ndarray:
+    """``FLAG_SLOTS`` read from the emulator's memory (anything sliced by address)."""
+    slots: np.ndarray = _EVENT_SCALE[_flag_counts(memory)[:, :EVENT_BITS].reshape(FLAGS_SIZE)]
+    return slots
+
+
+_EXTRA: dict[str, tuple[tuple[Slot, ...], Callable[[Any], np.ndarray]]] = {
+    "memory": (MEMORY_SLOTS, memory_slots),
+    "flags": (FLAG_SLOTS, flag_slots),
+}
+
+
+def extra_slots(encoding: str) -> Callable[[Any], np.ndarray] | None:
+    """What `encoding` appends to the frame's slots, read from the emulator's memory (None:
+    nothing)."""
+    _check(encoding)
+    return _EXTRA[encoding][1] if encoding in _EXTRA else None
 
 
 def encode_with_memory(raw: RawState) -> np.ndarray:
@@ -237,21 +275,27 @@ def encode_with_memory(raw: RawState) -> np.ndarray:
     return np.concatenate((encode(raw), encode_memory(raw)))
 
 
+def encode_with_flags(raw: RawState) -> np.ndarray:
+    """The ``flags`` encoding: ``encode(raw)`` then ``flag_slots``."""
+    return np.concatenate((encode(raw), flag_slots(raw._memory)))
+
+
 def encoder(encoding: str = "observation") -> Callable[[RawState], np.ndarray]:
     """The function that encodes a frame in `encoding` (one of ``ENCODINGS``)."""
     _check(encoding)
-    return encode if encoding == "observation" else encode_with_memory
+    return {"memory": encode_with_memory, "flags": encode_with_flags}.get(encoding, encode)
 
 
 def encoding_size(encoding: str = "observation") -> int:
     _check(encoding)
-    return OBSERVATION_SIZE + (MEMORY_SIZE if encoding == "memory" else 0)
+    return OBSERVATION_SIZE + len(_EXTRA[encoding][0] if encoding in _EXTRA else ())
 
 
 @cache
 def encoder_version(encoding: str = "observation") -> str:
     """``obs<size>-<12 hex of the layout's sha256>``; changes whenever a slot changes."""
-    slots = SLOTS + (MEMORY_SLOTS if encoding == "memory" else ())
+    _check(encoding)
+    slots = SLOTS + (_EXTRA[encoding][0] if encoding in _EXTRA else ())
     layout = "\n".join(
         f"{slot.position}|{slot.name}|{slot.source}|{slot.normalisation}" for slot in slots
     )

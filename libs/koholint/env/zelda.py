@@ -18,7 +18,7 @@ import gymnasium as gym
 import numpy as np
 from pydantic import ValidationError
 
-from koholint.env.encoding import OBSERVATION_SIZE, encode, encoding_size, memory_slots
+from koholint.env.encoding import OBSERVATION_SIZE, encode, encoding_size, extra_slots
 from koholint.game import fastpath
 from koholint.game.emulator import Button, GameBoy
 from koholint.game.ram import (
@@ -104,7 +104,8 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
     ## Observation Space
     ``Box(-1, 1, (128,), float32)``: the state vector documented in ``koholint.env.encoding.SLOTS``;
-    with ``observation="memory"``, ``(144,)``: those and ``MEMORY_SLOTS`` (the rooms' flags).
+    with ``observation="memory"``, ``(144,)``: those and ``MEMORY_SLOTS`` (the rooms' flags);
+    with ``"flags"``, ``(142,)``: those and ``FLAG_SLOTS`` (the rooms' event flags).
 
     ## Rewards
     Components, reported separately in ``info['reward_components']`` and combined with
@@ -146,7 +147,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
         self.config = config
         self.render_mode = render_mode
         self.action_space = gym.spaces.Discrete(len(Action))
-        self._with_memory = config.observation == "memory"
+        self._extra = extra_slots(config.observation)
         self.observation_space = gym.spaces.Box(
             -1.0, 1.0, (encoding_size(config.observation),), np.float32
         )
@@ -307,9 +308,9 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 
     def _observe(self, frame: np.ndarray) -> np.ndarray:
         """The agent's vector: one frame's slots, and the rooms' flags when configured."""
-        if not self._with_memory:
+        if self._extra is None:
             return frame
-        return np.concatenate((frame, memory_slots(self.gameboy.memory)))
+        return np.concatenate((frame, self._extra(self.gameboy.memory)))
 
     @property
     def raw_state(self) -> RawState:

@@ -48,10 +48,11 @@ class Action(IntEnum):
     SELECT = 8
 
 
-Encoding = Literal["observation", "memory"]
+Encoding = Literal["observation", "memory", "flags"]
 """The observation vector (``koholint.env.encoding``): ``observation``, the 128 slots of one
 frame; ``memory``, those and 16 counts of the rooms' flags (what the game remembers across
-rooms: a puzzle solved, a door opened, a key taken)."""
+rooms: visited, a puzzle solved, a door opened, a key taken); ``flags``, those and 14 counts
+of the rooms' event flags (the visited bit left out)."""
 
 RewardMode = Literal["sparse", "progress", "progress+coverage"]
 """Which reward components count: the win only, progress events, progress and coverage."""
@@ -130,6 +131,7 @@ class EnvSettings(BaseModel):
     cartridge_seed: CartridgeSeed | None = 0
     """the game's own RNG seed byte (C0F0), written at reset; null draws one per reset"""
     observation: Encoding = "observation"
-    """the vector the agent sees: 'observation' (128 slots of one frame) or 'memory' (those
-    and 16 counts of the rooms' flags, so that a room crossed before and after a puzzle is
-    solved looks different)"""
+    """the vector the agent sees: 'observation' (128 slots of one frame), 'memory' (those
+    and 16 counts of the rooms' flags) or 'flags' (those and 14 counts of the rooms' event
+    flags, visits left out): with either, a room crossed before and after a puzzle is solved
+    looks different"""

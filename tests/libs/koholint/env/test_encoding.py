@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 
 from koholint.env.encoding import (
+    EVENT_BITS,
+    FLAG_SLOTS,
+    FLAGS_SIZE,
     MEMORY_SIZE,
     MEMORY_SLOTS,
     OBSERVATION_SIZE,
@@ -158,12 +161,18 @@ def test_the_memory_encoding_counts_the_rooms_carrying_each_flag(base_state):
     assert [slot.position for slot in MEMORY_SLOTS] == list(
         range(OBSERVATION_SIZE, OBSERVATION_SIZE + MEMORY_SIZE)
     )
+    events = encoder("flags")(raw)[OBSERVATION_SIZE:]
+    expected_events = np.zeros(FLAGS_SIZE, np.float32)  # bit 7, visited, is left out
+    expected_events[2], expected_events[EVENT_BITS + 0] = 0.25, 0.25
+    assert events == pytest.approx(expected_events)
+    assert encoding_size("flags") == OBSERVATION_SIZE + FLAGS_SIZE == len(SLOTS + FLAG_SLOTS)
 
 
 def test_each_encoding_has_its_own_version_and_a_wrong_name_names_the_choices():
     assert encoder_version() == encoder_version("observation")
     assert encoder_version("observation").startswith(f"obs{OBSERVATION_SIZE}-")
     assert encoder_version("memory").startswith(f"obs{OBSERVATION_SIZE + MEMORY_SIZE}-")
+    assert encoder_version("flags").startswith(f"obs{OBSERVATION_SIZE + FLAGS_SIZE}-")
     assert encoder("observation") is encode
     with pytest.raises(ValueError, match="use one of observation, memory"):
         encoder("pixels")

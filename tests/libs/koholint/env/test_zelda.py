@@ -14,7 +14,14 @@ from gymnasium.utils.env_checker import check_env
 
 import koholint
 from koholint.baselines.policies import WALKTHROUGH_ENV, WalkthroughPolicy
-from koholint.env.encoding import MEMORY_SIZE, MEMORY_SLOTS, OBSERVATION_SIZE, encode_memory
+from koholint.env.encoding import (
+    FLAG_SLOTS,
+    FLAGS_SIZE,
+    MEMORY_SIZE,
+    MEMORY_SLOTS,
+    OBSERVATION_SIZE,
+    encoder,
+)
 from koholint.env.zelda import Action, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.emulator import GameBoy
 from koholint.game.ram import RamAddress
@@ -91,26 +98,27 @@ def test_observation_is_128_floats_in_range(env):
         assert np.all(observation <= 1.0)
 
 
-SLOT_NAMES = [slot.name for slot in MEMORY_SLOTS]
-
-
-def test_the_memory_observation_appends_the_rooms_flags_to_the_frame():
-    plain, memory = ZeldaEnv(**WALKTHROUGH_ENV), ZeldaEnv(**WALKTHROUGH_ENV, observation="memory")
-    assert memory.observation_space.shape == (OBSERVATION_SIZE + MEMORY_SIZE,)
+@pytest.mark.parametrize(
+    ("encoding", "size", "grows"),
+    [("memory", MEMORY_SIZE, "overworld_rooms_flag_7"), ("flags", FLAGS_SIZE, "overworld_rooms_event_4")],
+)
+def test_the_memory_observations_append_the_rooms_flags_to_the_frame(encoding, size, grows):
+    plain, memory = ZeldaEnv(**WALKTHROUGH_ENV), ZeldaEnv(**WALKTHROUGH_ENV, observation=encoding)
+    assert memory.observation_space.shape == (OBSERVATION_SIZE + size,)
     frame, info = plain.reset(seed=0)
     both, _ = memory.reset(seed=0)
     first_memory = both[OBSERVATION_SIZE:]
     policy = WalkthroughPolicy()
     policy.reset(plain, 0)
-    for _ in range(400):  # out of the village: rooms are visited, their flags set
+    for _ in range(700):  # out of the village and to the sword chest: room flags are set
         action = policy.act(frame, info)
         frame, _, _, _, info = plain.step(action)
         both, *_ = memory.step(action)
         assert both.dtype == np.float32 and both.shape == memory.observation_space.shape
         np.testing.assert_array_equal(both[:OBSERVATION_SIZE], frame)
-        np.testing.assert_array_equal(both[OBSERVATION_SIZE:], encode_memory(memory.raw_state))
-    visited = SLOT_NAMES.index("overworld_rooms_flag_7")
-    assert both[OBSERVATION_SIZE + visited] > first_memory[visited]
+        np.testing.assert_array_equal(both, encoder(encoding)(memory.raw_state))
+    slot = [slot.name for slot in {"memory": MEMORY_SLOTS, "flags": FLAG_SLOTS}[encoding]].index(grows)
+    assert both[OBSERVATION_SIZE + slot] > first_memory[slot]
     plain.close()
     memory.close()
 
