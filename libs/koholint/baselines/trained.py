@@ -225,9 +225,7 @@ def _encoding(document: dict[str, Any], path: Path) -> str:
     return str(encoding)
 
 
-def _check_layers(
-    layers: list[tuple[np.ndarray, np.ndarray]], where: str, inputs: int
-) -> None:
+def _check_layers(layers: list[tuple[np.ndarray, np.ndarray]], where: str, inputs: int) -> None:
     """An MLP from the observation (`inputs` floats) to one logit per action, of a sane size."""
     if not 1 <= len(layers) <= MAX_LAYERS:
         raise PolicyFileError(f"{where}: {len(layers)} layers; a policy has 1..{MAX_LAYERS}")

@@ -138,7 +138,8 @@ class Transition(_Body):
 
 class Observation(_Body):
     observation: list[float] = Field(
-        min_length=128, max_length=144,
+        min_length=128,
+        max_length=144,
         description="the agent's vector: 128 floats, 144 with the session's observation 'memory'",
     )
     state: GameState

@@ -109,7 +109,12 @@ class ShapingDriver:
     source logs and counts it and the previous model stays."""
 
     def __init__(
-        self, choice: str, store: ObjectStore, *, redis_url: str = "", run: str = "",
+        self,
+        choice: str,
+        store: ObjectStore,
+        *,
+        redis_url: str = "",
+        run: str = "",
         encoding: str = "observation",
     ) -> None:
         bus = None

@@ -39,12 +39,9 @@ class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         recording = self._episodes % self.every == 0
         game = self.env.unwrapped
         game.render_mode = "rgb_array" if recording and self.frames else None
-        self._segment = (
-            Segment(self.run, f"{self._episodes:06d}-{uuid.uuid4().hex[:8]}", 0,
-                    encoding=game.config.observation)
-            if recording
-            else None
-        )
+        encoding = game.config.observation  # type: ignore[attr-defined]
+        episode = f"{self._episodes:06d}-{uuid.uuid4().hex[:8]}"
+        self._segment = Segment(self.run, episode, 0, encoding=encoding) if recording else None
         self._t = 0
         return self.env.reset(**kwargs)
 
@@ -71,8 +68,9 @@ class SegmentRecorder(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
             segment.frames.append(game.gameboy.screen_rgba())  # type: ignore[attr-defined]
         if len(segment.steps) >= self.segment_steps:
             self.exporter.offer(segment)
-            self._segment = Segment(segment.run, segment.episode, segment.index + 1,
-                                    encoding=segment.encoding)
+            self._segment = Segment(
+                segment.run, segment.episode, segment.index + 1, encoding=segment.encoding
+            )
 
     def _finish(self) -> None:
         if self._segment is not None and self._segment.steps:

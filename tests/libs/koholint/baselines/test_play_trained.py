@@ -100,7 +100,9 @@ def test_a_policy_trained_on_the_memory_observation_plays_on_it(tmp_path, capsys
         load_policy(up)
     document["env"]["observation"] = "pixels"
     (up / "policy.json").write_text(json.dumps(document))
-    with pytest.raises(PolicyFileError, match="observation='pixels': use one of observation, memory"):
+    with pytest.raises(
+        PolicyFileError, match="observation='pixels': use one of observation, memory"
+    ):
         load_policy(up)
 
 

@@ -100,7 +100,10 @@ def test_observation_is_128_floats_in_range(env):
 
 @pytest.mark.parametrize(
     ("encoding", "size", "grows"),
-    [("memory", MEMORY_SIZE, "overworld_rooms_flag_7"), ("flags", FLAGS_SIZE, "overworld_rooms_event_4")],
+    [
+        ("memory", MEMORY_SIZE, "overworld_rooms_flag_7"),
+        ("flags", FLAGS_SIZE, "overworld_rooms_event_4"),
+    ],
 )
 def test_the_memory_observations_append_the_rooms_flags_to_the_frame(encoding, size, grows):
     plain, memory = ZeldaEnv(**WALKTHROUGH_ENV), ZeldaEnv(**WALKTHROUGH_ENV, observation=encoding)
@@ -114,10 +117,13 @@ def test_the_memory_observations_append_the_rooms_flags_to_the_frame(encoding, s
         action = policy.act(frame, info)
         frame, _, _, _, info = plain.step(action)
         both, *_ = memory.step(action)
-        assert both.dtype == np.float32 and both.shape == memory.observation_space.shape
+        assert both.dtype == np.float32
+        assert both.shape == memory.observation_space.shape
         np.testing.assert_array_equal(both[:OBSERVATION_SIZE], frame)
         np.testing.assert_array_equal(both, encoder(encoding)(memory.raw_state))
-    slot = [slot.name for slot in {"memory": MEMORY_SLOTS, "flags": FLAG_SLOTS}[encoding]].index(grows)
+    slot = [slot.name for slot in {"memory": MEMORY_SLOTS, "flags": FLAG_SLOTS}[encoding]].index(
+        grows
+    )
     assert both[OBSERVATION_SIZE + slot] > first_memory[slot]
     plain.close()
     memory.close()
