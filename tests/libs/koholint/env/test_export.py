@@ -17,6 +17,7 @@ from koholint.env.export import (
     SegmentFormatError,
     read_segment,
 )
+from koholint.env.encoding import encoder_version, encoding_size
 from koholint.env.wrappers import SegmentRecorder
 from koholint.env.zelda import ZeldaEnv
 from koholint.game.png import encode_png
@@ -183,3 +184,23 @@ def test_frames_are_the_screens_of_each_step_encoded_off_the_sampling_path(tmp_p
     stored = [store.get(f"{prefix}/frames/{t:06d}.png") for t in range(1, 7)]
     assert stored == expected  # the same PNG bytes as encoding the step's RGB screen
     assert len(set(stored)) > 1  # the screen moved: a stale frame would not pass
+
+
+@pytest.mark.parametrize("encoding", ["observation", "flags"])
+def test_segments_name_the_encoding_their_observations_are_in(tmp_path: Path, encoding: str):
+    """The reward model trained on them reads what the policy saw, in that layout."""
+    store = LocalStore(tmp_path)
+    exporter = ExportQueue(store)
+    game = ZeldaEnv(max_episode_steps=6, observation=encoding)
+    env = SegmentRecorder(game, exporter, run="enc", every=1, segment_steps=4, frames=False)
+    env.reset(seed=0)
+    for _ in range(6):
+        env.step(0)
+    env.close()
+    exporter.close()
+    manifests = sorted(k for k in store.list("episodes/enc/") if k.endswith("manifest.json"))
+    assert len(manifests) == 2  # 4 + 2 steps: the second segment keeps the encoding
+    for key in manifests:
+        segment = read_segment(store, key.rsplit("/", 1)[0])
+        assert segment.manifest["encoder_version"] == encoder_version(encoding)
+        assert {len(step["observation"]) for step in segment.steps} == {encoding_size(encoding)}
