@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from koholint.bus import STREAM_SEGMENTS, MemoryBus
+from koholint.env.encoding import encoder_version, encoding_size
 from koholint.env.export import (
     EXPORT_SCHEMA_VERSION,
     ExportQueue,
@@ -17,7 +18,6 @@ from koholint.env.export import (
     SegmentFormatError,
     read_segment,
 )
-from koholint.env.encoding import encoder_version, encoding_size
 from koholint.env.wrappers import SegmentRecorder
 from koholint.env.zelda import ZeldaEnv
 from koholint.game.png import encode_png
