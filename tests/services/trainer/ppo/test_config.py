@@ -75,6 +75,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "start": ("start_of_play", "last_room", "last_room"),
         "confirm_start": ("start_of_play", "last_room", "last_room"),
         "stop_at_win_rate": ("0.5", "0.25", 0.25),
+        "observation": ("memory", "flags", "flags"),
     }
     if name in special:
         return special[name]
