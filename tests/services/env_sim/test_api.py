@@ -56,6 +56,16 @@ async def test_step_returns_observation_state_and_reward_components(client):
     assert base64.b64decode(with_frame["frame_png"]).startswith(b"\x89PNG")
 
 
+@pytest.mark.parametrize(("observation", "size"), [("memory", 144), ("flags", 142)])
+async def test_a_session_on_a_memory_observation_steps_with_its_width(client, observation, size):
+    session = await new_session(client, observation=observation)
+    body = (await client.post(f"/v1/sessions/{session}/step", json={"action": 1})).json()
+    assert len(body["observation"]) == size
+    refused = await client.post("/v1/sessions", json={"observation": "pixels"})
+    assert refused.status_code == 422
+    assert "observation" in refused.text
+
+
 async def test_batch_steps_and_final_observation(client):
     session = await new_session(client)
     body = (await client.post(f"/v1/sessions/{session}/steps", json={"actions": [1] * 30})).json()
