@@ -261,6 +261,12 @@ _EXTRA: dict[str, tuple[tuple[Slot, ...], Callable[[Any], np.ndarray]]] = {
     "memory": (MEMORY_SLOTS, memory_slots),
     "flags": (FLAG_SLOTS, flag_slots),
 }
+"""Each encoding beyond the frame's: the slots it appends and how they are read from memory."""
+
+
+def _extra_layout(encoding: str) -> tuple[Slot, ...]:
+    _check(encoding)
+    return _EXTRA[encoding][0] if encoding in _EXTRA else ()
 
 
 def extra_slots(encoding: str) -> Callable[[Any], np.ndarray] | None:
@@ -270,32 +276,32 @@ def extra_slots(encoding: str) -> Callable[[Any], np.ndarray] | None:
     return _EXTRA[encoding][1] if encoding in _EXTRA else None
 
 
-def encode_with_memory(raw: RawState) -> np.ndarray:
-    """The ``memory`` encoding: ``encode(raw)`` then ``encode_memory(raw)``."""
-    return np.concatenate((encode(raw), encode_memory(raw)))
-
-
-def encode_with_flags(raw: RawState) -> np.ndarray:
-    """The ``flags`` encoding: ``encode(raw)`` then ``flag_slots``."""
-    return np.concatenate((encode(raw), flag_slots(raw._memory)))
-
-
+@cache
 def encoder(encoding: str = "observation") -> Callable[[RawState], np.ndarray]:
     """The function that encodes a frame in `encoding` (one of ``ENCODINGS``)."""
-    _check(encoding)
-    return {"memory": encode_with_memory, "flags": encode_with_flags}.get(encoding, encode)
+    extra = extra_slots(encoding)
+    if extra is None:
+        return encode
+
+    def encode_with_extra(raw: RawState) -> np.ndarray:
+        return np.concatenate((encode(raw), extra(raw._memory)))
+
+    return encode_with_extra
+
+
+def encode_with_memory(raw: RawState) -> np.ndarray:
+    """The ``memory`` encoding: ``encode(raw)`` then ``encode_memory(raw)``."""
+    return encoder("memory")(raw)
 
 
 def encoding_size(encoding: str = "observation") -> int:
-    _check(encoding)
-    return OBSERVATION_SIZE + len(_EXTRA[encoding][0] if encoding in _EXTRA else ())
+    return OBSERVATION_SIZE + len(_extra_layout(encoding))
 
 
 @cache
 def encoder_version(encoding: str = "observation") -> str:
     """``obs<size>-<12 hex of the layout's sha256>``; changes whenever a slot changes."""
-    _check(encoding)
-    slots = SLOTS + (_EXTRA[encoding][0] if encoding in _EXTRA else ())
+    slots = SLOTS + _extra_layout(encoding)
     layout = "\n".join(
         f"{slot.position}|{slot.name}|{slot.source}|{slot.normalisation}" for slot in slots
     )

@@ -140,7 +140,8 @@ class Observation(_Body):
     observation: list[float] = Field(
         min_length=128,
         max_length=144,
-        description="the agent's vector: 128 floats, 144 with the session's observation 'memory'",
+        description="the agent's vector: 128 floats; 144 or 142 with the session's observation "
+        "'memory' or 'flags'",
     )
     state: GameState
     frame_png: str | None = None
