@@ -134,7 +134,7 @@ def walk_into(check: WinCheck, prefix: bytes, side: str, goal: Cell) -> bytes | 
             centre = LOOP_TILE // 2
             action = toward(check, (goal[1] * LOOP_TILE + centre, goal[2] * LOOP_TILE + centre))
         elif raw.room_key == start_room:
-            action = _out(check, side)
+            action = exit_action(check, side)
         else:
             return None
         if not take(check, walked, action):
@@ -153,7 +153,7 @@ def take(check: WinCheck, walked: bytearray, action: int | None) -> bool:
     return not terminated
 
 
-def _out(check: WinCheck, side: str) -> int | None:
+def exit_action(check: WinCheck, side: str) -> int | None:
     """The step toward the nearest walkable cell on the room's `side`, then across it."""
     zelda = check.zelda
     tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()

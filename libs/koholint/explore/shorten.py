@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from koholint.env.zelda import ZeldaEnv
 from koholint.explore.archive import Cell
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
+from koholint.explore.errands import with_errands_first
 from koholint.explore.fight_cuts import with_clean_fights
 from koholint.explore.runner import exploration_env, switch_at_rest
 from koholint.explore.shortcuts import with_shortcuts
@@ -191,6 +192,7 @@ def shorten(
     *,
     loops: bool = True,
     fights: bool = False,
+    errands: bool = False,
 ) -> Shortened:
     """`actions` without the loops and the runs (or second halves of runs) the win did not
     need (loops only with a WinCheck: they need the states along the way). The loops are cut
@@ -208,6 +210,9 @@ def shorten(
         replays += checks
         current, checks = with_shortcuts(current, states)
         replays += checks
+        if errands:
+            current, checks = with_errands_first(current, states)
+            replays += checks
         if fights:
             current, checks = with_clean_fights(current, states)
             replays += checks

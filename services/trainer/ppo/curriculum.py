@@ -188,7 +188,9 @@ def _shortened(trajectory: bytes, settings: Any, config: TrainConfig, run_dir: P
 
     check = winner(settings.start_state, settings.frame_skip, settings.planner,
                    config.explore_shorten_env_steps)  # fmt: skip
-    short = shorten(trajectory, check, fights=config.explore_clean_fights).actions
+    short = shorten(
+        trajectory, check, fights=config.explore_clean_fights, errands=config.explore_errands_first
+    ).actions
     status.env_steps += check.steps
     summary.update(shortened_steps=len(short), shorten_env_steps=check.steps,
                    total_env_steps=status.env_steps)  # fmt: skip
