@@ -244,21 +244,18 @@ def chest_action(check: WinCheck) -> int | None:
     """The step toward the tile below the room's closed chest, then up against it, then
     A (the cartridge opens a chest Link faces from below); None without a chest or a
     path to it."""
-    zelda = check.zelda
-    tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()
-    chests = [(x, y) for y, row in enumerate(tiles) for x, tile in enumerate(row)
-              if tile == Metatile.CHEST]  # fmt: skip
+    tiles, chests = _tiles_of(check, Metatile.CHEST)
     if not chests:
         return None
-    raw = zelda.raw_state
+    raw = check.zelda.raw_state
     below = (chests[0][0], chests[0][1] + 1)
-    tolerance = zelda.config.frame_skip // 2
+    tolerance = check.zelda.config.frame_skip // 2
     try:
         if (raw.x // 16, raw.y // 16) != below:
             button = next_step(tiles, (raw.x, raw.y), below, tolerance=tolerance)
         else:
-            button = steer((raw.x, raw.y), (tile_center(below[0]), tile_center(below[1])), "y",
-                           tolerance=tolerance)  # fmt: skip
+            centre = (tile_center(below[0]), tile_center(below[1]))
+            button = steer((raw.x, raw.y), centre, "y", tolerance=tolerance)
     except NoPathError:
         return None
     if button != Button.NONE:
@@ -268,15 +265,22 @@ def chest_action(check: WinCheck) -> int | None:
 
 def stairs_action(check: WinCheck) -> int | None:
     """The step toward the room's stairs down, onto them; None without stairs or a path."""
-    zelda = check.zelda
-    tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()
-    stairs = [(x, y) for y, row in enumerate(tiles) for x, tile in enumerate(row)
-              if tile == Metatile.STAIRS_DOWN]  # fmt: skip
+    tiles, stairs = _tiles_of(check, Metatile.STAIRS_DOWN)
     if not stairs:
         return None
-    raw = zelda.raw_state
+    raw = check.zelda.raw_state
+    tolerance = check.zelda.config.frame_skip // 2
     try:
-        button = next_step(tiles, (raw.x, raw.y), stairs[0], tolerance=zelda.config.frame_skip // 2)
+        button = next_step(tiles, (raw.x, raw.y), stairs[0], tolerance=tolerance)
     except NoPathError:
         return None
     return int(BUTTON_ACTIONS.get(button, Action.DOWN))
+
+
+def _tiles_of(check: WinCheck, kind: Metatile) -> tuple[list[list[int]], list[tuple[int, int]]]:
+    """The room's metatiles, and the cells of those of `kind`."""
+    zelda = check.zelda
+    tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()
+    return tiles, [
+        (x, y) for y, row in enumerate(tiles) for x, tile in enumerate(row) if tile == kind
+    ]
