@@ -165,6 +165,24 @@ def test_phase_ones_win_is_shortened_within_its_budget_and_counted(tmp_path: Pat
     assert summary["shortened_steps"] == len(short)
 
 
+@pytest.mark.parametrize("errands", [False, True])
+def test_the_shortening_takes_the_errands_and_fights_settings(tmp_path: Path, monkeypatch, errands):
+    """The settings are the trainer's, the passes the library's (tested there): they reach it."""
+    import koholint.explore.shorten as shortening
+
+    seen: dict[str, bool] = {}
+
+    def recorded(actions: bytes, check: object, **passes: bool) -> shortening.Shortened:
+        seen.update(passes)
+        return shortening.Shortened(actions[:-1], 1)
+
+    monkeypatch.setattr(shortening, "shorten", recorded)
+    config = TrainConfig.load({"explore_errands_first": errands}, {})
+    path = _shortened(b"\x01\x02", ExploreConfig(), config, tmp_path, RunStatus(run="e"), {})
+    assert seen == {"fights": False, "errands": errands}
+    assert path.read_bytes() == b"\x01"
+
+
 def test_heal_starts_reaches_the_demo_states(tmp_path: Path):
     """The setting is the trainer's, the healing the library's: the starts it builds are
     healed (the seed-0 win loses half a heart at step 77)."""
