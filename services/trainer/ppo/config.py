@@ -240,11 +240,12 @@ class TrainConfig(BaseSettings):
     where the win holds (koholint.explore.fight_cuts): seeds 1 and 2's demos 453 -> 364
     and 808 -> 586 steps; off, as phase 2 learned no faster on them (BENCHMARKS.md, "Clean
     fights in the shortening")"""
-    explore_errands_first: StrictBool = False
+    explore_errands_first: StrictBool = True
     """the shortening takes an item errand (the sword's chest) before a detour that did not
     need it, by the path-finder, down to the dungeon's stairs (koholint.explore.errands):
-    seeds 0 and 2 solve the puzzle first and cross two rooms twice; their demos 527 -> 377
-    and 808 -> 643 steps"""
+    seeds 0 and 2 solve the puzzle first and cross two rooms twice; their demos 527 -> 369
+    and 808 -> 636 steps, and seed 2's phase 2 walked its route three times in 0.8-0.9M
+    steps instead of once in 0.8-1.6M (BENCHMARKS.md, "Errands first")"""
     explore_shorten_env_steps: JsonInt = Field(600_000, ge=1, le=MAX_ENV_STEPS)
     """the shortening stops trying after its replays took this many env steps, keeping what
     it cut (run to its end, seeds 0-2's wins took 236k, 65k and 500k; seed 2's stopped at
