@@ -192,14 +192,16 @@ def shorten(
     *,
     loops: bool = True,
     fights: bool = False,
-    errands: bool = False,
+    errands: bool = True,
 ) -> Shortened:
     """`actions` without the loops and the runs (or second halves of runs) the win did not
     need (loops only with a WinCheck: they need the states along the way). The loops are cut
     again after the runs: a dropped run can bring a detour's two ends into one cell (seed 2's
     win left the dungeon's first room and came back in; only the second pass cut it). With
     `fights`, the fighter's fights go in after the shortcuts and again after the runs (a
-    splice that loses before the runs are dropped can win after: seed 2's key hall)."""
+    splice that loses before the runs are dropped can win after: seed 2's key hall). With
+    `errands`, an item errand done after a detour that did not need it goes before the
+    detour, after the shortcuts (``koholint.explore.errands``)."""
     check = wins or winner()
     if not check(actions):
         raise ValueError("the trajectory does not win as given: nothing to shorten")
