@@ -242,10 +242,10 @@ class TrainConfig(BaseSettings):
     fights in the shortening")"""
     explore_errands_first: StrictBool = True
     """the shortening takes an item errand (the sword's chest) before a detour that did not
-    need it, by the path-finder, down to the dungeon's stairs (koholint.explore.errands):
-    seeds 0 and 2 solve the puzzle first and cross two rooms twice; their demos 527 -> 369
-    and 808 -> 636 steps, and seed 2's phase 2 walked its route three times in 0.8-0.9M
-    steps instead of once in 0.8-1.6M (BENCHMARKS.md, "Errands first")"""
+    need it, by the path-finder, down to the dungeon's stairs, where it lands on the win's
+    pixel there (koholint.explore.errands): seed 2's demo 808 -> 636 steps, its route
+    learned three times faster; seed 0's 527 -> 369, one run on it slower (BENCHMARKS.md,
+    "Errands first"); seed 1's unchanged"""
     explore_shorten_env_steps: JsonInt = Field(600_000, ge=1, le=MAX_ENV_STEPS)
     """the shortening stops trying after its replays took this many env steps, keeping what
     it cut (run to its end, seeds 0-2's wins took 236k, 65k and 500k; seed 2's stopped at
