@@ -244,7 +244,7 @@ class TrainConfig(BaseSettings):
     """the shortening takes an item errand (the sword's chest) before a detour that did not
     need it, by the path-finder, down to the dungeon's stairs, where it lands on the win's
     pixel there (koholint.explore.errands): seed 2's demo 808 -> 636 steps, its route
-    learned three times faster; seed 0's 527 -> 369, one run on it slower (BENCHMARKS.md,
+    learned three times faster; seed 0's 527 -> 369, two runs on it slower (BENCHMARKS.md,
     "Errands first"); seed 1's unchanged"""
     explore_shorten_env_steps: JsonInt = Field(600_000, ge=1, le=MAX_ENV_STEPS)
     """the shortening stops trying after its replays took this many env steps, keeping what
