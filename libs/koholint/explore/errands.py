@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import deque
 
 from koholint.explore.archive import Cell
-from koholint.explore.cells import cell_of, restartable
+from koholint.explore.cells import LOOP_TILE, cell_of, restartable
 from koholint.explore.fights import BUTTON_ACTIONS
 from koholint.explore.shortcuts import (
     MIN_SAVED,
@@ -136,8 +136,10 @@ def with_errands_first(actions: bytes, check: WinCheck) -> tuple[bytes, int]:
     current, checks = actions, 0
     if check.spent:
         return current, checks
-    cells = check.cells(current)
-    pixels = check.cells(current, tile=1)
+    pixels = check.cells(current, tile=1)  # one replay: the tiles are the pixels binned
+    cells = [None if c is None else (c[0], c[1] // LOOP_TILE, c[2] // LOOP_TILE, *c[3:])
+             for c in pixels]  # fmt: skip
+    known = crossings(cells)
     for gain in item_gains(cells):
         start, target = errand_start(cells, gain), errand_target(cells, gain)
         if start is None or target is None:
@@ -151,7 +153,7 @@ def with_errands_first(actions: bytes, check: WinCheck) -> tuple[bytes, int]:
                 break
             prefix = current[: start + 1] + bytes([Action.NOOP]) * wait
             check.rebase(current[: start + 1])
-            walk = errand_walk(check, prefix, crossings(cells), gained, stairs[0], goal)
+            walk = errand_walk(check, prefix, known, gained, stairs[0], goal)
             if walk is None or len(prefix) + len(walk) > target + 1 - MIN_SAVED:
                 continue
             checks += 1
