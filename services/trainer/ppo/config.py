@@ -101,6 +101,12 @@ class Curriculum(CurriculumSettings):
     """with clone_epochs: a path-finder's clean walks to each room's exit, this many from
     each of the trajectory's states whose room business is done, are cloned with it (0 =
     off; koholint.explore.walks: the trajectory crosses each room on one line)"""
+    clone_corrections: JsonInt = Field(0, ge=0, le=8)
+    """with clone_epochs: rounds of DAgger after the cloning; the cloned policy walks from
+    each of clone_walks' states max(clone_walks, 1) times, the path-finder labels every state
+    it reaches in the room, and the cloning goes on over all of it (0 = off;
+    koholint.explore.walks.corrected_walks: a clone strays a few pixels and is sure of a
+    wrong step there)"""
 
 
 class SelfImitation(_Group):
@@ -310,7 +316,7 @@ class TrainConfig(BaseSettings):
                 "curriculum.trajectory",
             )
         self._check_evaluation()
-        for teacher in ("fights", "walks"):
+        for teacher in ("fights", "walks", "corrections"):
             if getattr(self.curriculum, f"clone_{teacher}") and not self.curriculum.clone_epochs:
                 raise TrainConfigError(
                     f"curriculum.clone_{teacher} needs curriculum.clone_epochs: the {teacher} "

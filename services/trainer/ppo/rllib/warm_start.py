@@ -9,6 +9,10 @@ demonstration's actions on its own observations, replayed as SIL replays it
 passes of minibatches. The runners then get the cloned weights before the first sample.
 The accuracy before and after (the share of demo steps whose most likely action is the
 demonstration's) is written to the run folder's ``warm_start.json``.
+
+With ``curriculum.clone_corrections`` rounds of DAgger, the cloned policy then walks the
+demonstration's rooms itself (``koholint.explore.walks.corrected_walks``), the walker
+labels the states it strayed into, and the cloning goes on over everything so far.
 """
 
 from __future__ import annotations
@@ -16,8 +20,9 @@ from __future__ import annotations
 import functools
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -25,6 +30,10 @@ from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 
 from trainer.ppo.config import TrainConfig
+
+if TYPE_CHECKING:
+    from koholint.explore.fights import TaughtReport
+    from koholint.explore.walks import Policy
 
 logger = logging.getLogger("trainer.ppo.warm_start")
 MODULE_ID = DEFAULT_MODULE_ID
@@ -39,7 +48,7 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
     from koholint.env.zelda import EnvConfig
     from koholint.explore.demo import demo_transitions
     from koholint.explore.fights import fight_transitions
-    from koholint.explore.walks import walk_transitions
+    from koholint.explore.walks import corrected_walks, walk_transitions
 
     epochs = config.curriculum.clone_epochs
     if not epochs or not config.curriculum.trajectory:
@@ -61,8 +70,12 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
             taught |= {f"{name}_starts": report.starts, f"{name}s": report.episodes,
                        f"{name}s_clean": report.clean,
                        f"{name}_steps": len(report.transitions.actions)}  # fmt: skip
+    rounds = config.curriculum.clone_corrections
+    correct = functools.partial(corrected_walks, actions, demo, env_config,
+                                episodes=max(config.curriculum.clone_walks, 1))  # fmt: skip
     fit = functools.partial(
         _clone, observations=observations, actions=targets, epochs=epochs, seed=config.seed,
+        correct=correct if rounds else None, rounds=rounds,
     )  # fmt: skip
     fitted: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][0]
     algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
@@ -75,8 +88,11 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
 
 
 def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epochs: int,
-           seed: int) -> dict[str, float]:  # fmt: skip
-    """On a learner: cross-entropy epochs of the policy network on the demonstration."""
+           seed: int, correct: Callable[[Policy], TaughtReport] | None = None,
+           rounds: int = 0) -> dict[str, Any]:  # fmt: skip
+    """On a learner: cross-entropy epochs of the policy network on the demonstration, then
+    `rounds` of `correct`'s labels on the cloned policy's own walks, each followed by as
+    many epochs over everything so far."""
     module = learner.module[MODULE_ID].unwrapped()
     parameters = [parameter for name, parameter in module.named_parameters()
                   if name.startswith(POLICY_PREFIXES)]  # fmt: skip
@@ -84,6 +100,29 @@ def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epoch
     inputs, targets = torch.from_numpy(observations), torch.from_numpy(actions)
     generator = torch.Generator().manual_seed(seed)
     before = _accuracy(module, inputs, targets)
+    loss = _fit(module, optimizer, inputs, targets, epochs, generator)
+    done: dict[str, Any] = {"accuracy_before": before,
+                            "accuracy_after": _accuracy(module, inputs, targets)}  # fmt: skip
+    corrections = []
+    for _ in range(rounds if correct else 0):
+        report = correct(functools.partial(_sampled_action, module))  # type: ignore[misc]
+        taught = report.transitions
+        corrections.append({"walks": report.episodes, "arrived": report.clean,
+                            "labels": len(taught.actions),
+                            "agreed": _accuracy(module, torch.from_numpy(taught.observations),
+                                                torch.from_numpy(taught.actions))})  # fmt: skip
+        inputs = torch.cat([inputs, torch.from_numpy(taught.observations)])
+        targets = torch.cat([targets, torch.from_numpy(taught.actions)])
+        loss = _fit(module, optimizer, inputs, targets, epochs, generator)
+    if corrections:
+        done["corrections"] = corrections
+        done["accuracy_corrected"] = _accuracy(module, inputs, targets)
+    return {**done, "final_loss": loss}
+
+
+def _fit(module: Any, optimizer: torch.optim.Optimizer, inputs: torch.Tensor,
+         targets: torch.Tensor, epochs: int, generator: torch.Generator) -> float:  # fmt: skip
+    """`epochs` shuffled passes of minibatch cross-entropy; the last minibatch's loss."""
     loss = torch.tensor(0.0)
     for _ in range(epochs):
         order = torch.randperm(len(targets), generator=generator)
@@ -94,8 +133,15 @@ def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epoch
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()
-    return {"accuracy_before": before, "accuracy_after": _accuracy(module, inputs, targets),
-            "final_loss": float(loss.detach())}  # fmt: skip
+    return float(loss.detach())
+
+
+def _sampled_action(module: Any, observation: np.ndarray, rng: np.random.Generator) -> int:
+    """The module's action for one observation, sampled as the env runners sample it."""
+    with torch.no_grad():
+        logits = _logits(module, torch.from_numpy(observation[None, :]))[0].double().numpy()
+    weights = np.exp(logits - logits.max())
+    return int(rng.choice(len(weights), p=weights / weights.sum()))
 
 
 def _logits(module: Any, observations: torch.Tensor) -> torch.Tensor:

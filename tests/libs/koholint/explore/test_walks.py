@@ -11,10 +11,18 @@ import pytest
 from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
 from koholint.env.zelda import EnvConfig
 from koholint.explore.demo import DemoTransitions, demo_transitions
-from koholint.explore.walks import Exit, demo_exits, walk_steps, walk_transitions
+from koholint.explore.walks import (
+    Exit,
+    corrected_walks,
+    demo_exits,
+    walk_steps,
+    walk_transitions,
+)
 from koholint.schemas.env import Action
 
-WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0-short.actions"
+RESULTS = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
+WIN = RESULTS / "explore-seed0-short.actions"
+ERRANDS_SEED0 = RESULTS / "errands-2026-11-28" / "seed0-369.actions"
 
 
 def synthetic_demo(rooms: list[int], keys: list[int] | None = None) -> DemoTransitions:
@@ -105,3 +113,32 @@ def test_the_walker_leaves_the_dungeons_stairs_room_by_its_north_exit():
     for state, (_, exit_) in zip(states, stairs_room, strict=True):
         for seed in range(3):
             assert _walk(state.state, exit_, config, seed) is not None, (state.step, seed)
+
+
+def test_a_clone_that_only_presses_up_is_corrected_where_up_goes_nowhere():
+    """Real PyBoy, DAgger's labels on seed 0's errand demo: a policy sure of UP (what a
+    clone of it did against the top wall of overworld 0x21) walks from every walk state
+    under sticky actions; it reaches the rooms up the route and no other, and the walker
+    labels the states it pressed into walls with the steps that lead to the exit."""
+    actions = ERRANDS_SEED0.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25})
+    demo = demo_transitions(actions, config)
+    exits = {exit_.room: exit_ for _, exit_ in walk_steps(demo, 8)}
+    report = corrected_walks(actions, demo, config, lambda observation, rng: int(Action.UP),
+                             episodes=1)  # fmt: skip
+    assert report.starts == report.episodes == len(walk_steps(demo, 8))
+    upward = sum(1 for exit_ in exits.values() if exit_.facing == "up")
+    assert 0 < report.clean < report.episodes
+    assert upward > 0
+    labels = report.transitions.actions.tolist()
+    assert set(labels) <= {Action.UP, Action.DOWN, Action.LEFT, Action.RIGHT}
+    assert len(labels) >= report.episodes  # every walk was labelled from its first state
+    corrections = [label for label in labels if label != Action.UP]
+    assert len(corrections) > len(labels) / 4  # pressing up was wrong in a fair share
+    assert report.transitions.observations.shape == (len(labels), OBSERVATION_SIZE)
+
+
+def test_corrected_walks_need_at_least_one_episode():
+    with pytest.raises(ValueError, match="corrected walks"):
+        corrected_walks(b"", synthetic_demo([1]), EnvConfig.parse({}),
+                        lambda observation, rng: 0, episodes=0)  # fmt: skip

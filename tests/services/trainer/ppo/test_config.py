@@ -107,6 +107,7 @@ NEEDS = {
     "evaluation.every_env_steps": {"KOHOLINT_TRAINER_PLANNER": "rules"},
     "curriculum.clone_fights": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
     "curriculum.clone_walks": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
+    "curriculum.clone_corrections": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
     "evaluation.stop_at_win_rate": {"KOHOLINT_TRAINER_PLANNER": "rules",
                                     "KOHOLINT_TRAINER_EVALUATION__EVERY_ENV_STEPS": "1000"},
 }  # fmt: skip
@@ -253,6 +254,8 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"curriculum": {"clone_fights": 65, "clone_epochs": 1}}, {}, "curriculum.clone_fights", "less than or equal to 64"),
         ({"curriculum": {"clone_walks": 1}}, {}, "curriculum.clone_walks", "needs curriculum.clone_epochs"),
         ({"curriculum": {"clone_walks": -1, "clone_epochs": 1}}, {}, "curriculum.clone_walks", "greater than or equal to 0"),
+        ({"curriculum": {"clone_corrections": 1}}, {}, "curriculum.clone_corrections", "needs curriculum.clone_epochs"),
+        ({"curriculum": {"clone_corrections": 9, "clone_epochs": 1}}, {}, "curriculum.clone_corrections", "less than or equal to 8"),
         ({}, {"KOHOLINT_TRAINER_SIL__CAPACITY": "0"}, "sil.capacity", "KOHOLINT_TRAINER_SIL__CAPACITY"),
         ({"planner": "gpt"}, {}, "planner", "'off', 'rules', 'local', 'llm-d' or 'http'"),
         ({"run": "a+b"}, {}, "run", "String should match pattern"),

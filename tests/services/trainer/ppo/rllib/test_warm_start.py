@@ -52,6 +52,43 @@ def test_cloning_fits_the_policy_to_the_demonstration_and_leaves_the_value_alone
             assert parameter.detach().equal(values_before[name]), name
 
 
+def test_a_correction_round_labels_the_clones_own_states_and_the_cloning_goes_on():
+    """DAgger's round on a learner: the teacher gets the cloned policy (sampling valid
+    actions), its labels join the data, and the policy then follows them too."""
+    import numpy as np
+
+    from koholint.explore.demo import DemoTransitions
+    from koholint.explore.fights import TaughtReport
+
+    demo = demo_transitions(TRAJECTORY.read_bytes(), EnvConfig.parse({}))
+    strayed = 1.0 - demo.observations[:64]  # states the demonstration never showed
+    played: list[int] = []
+
+    def teacher(act):  # the walker's part, as a stand-in: always RIGHT
+        rng = np.random.default_rng(0)
+        played.extend(act(observation, rng) for observation in strayed)
+        labels = np.full(len(strayed), 4, np.int64)
+        return TaughtReport(DemoTransitions(strayed, labels, np.zeros(len(strayed), np.float32)),
+                            starts=8, episodes=16, clean=5)  # fmt: skip
+
+    torch.manual_seed(0)
+    module = policy_module()
+    learner = SimpleNamespace(module={MODULE_ID: module})
+    report = _clone(learner, observations=demo.observations, actions=demo.actions, epochs=100,
+                    seed=0, correct=teacher, rounds=1)  # fmt: skip
+    assert len(played) == len(strayed)
+    assert set(played) <= set(range(9))
+    [round_] = report["corrections"]
+    assert round_["walks"] == 16
+    assert round_["arrived"] == 5
+    assert round_["labels"] == 64
+    assert round_["agreed"] < 0.9  # the clone did not already step right there
+    with torch.no_grad():
+        chosen = module.forward_train({"obs": torch.from_numpy(strayed)})["action_dist_inputs"]
+    assert (chosen.argmax(dim=-1) == 4).float().mean() > 0.9
+    assert report["accuracy_corrected"] > 0.6
+
+
 @pytest.mark.slow
 def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_power_on(
     tmp_path: Path,
