@@ -56,7 +56,7 @@ PHASE_TWO_RECIPE: dict[str, Any] = {
     "env": {"reward_mode": "progress", "max_episode_steps": 2048,
             "reward_weights": {"new_room": 0.0, "rupee": 0.0, "kill": 0.25}},
     "curriculum": {"threshold": 0.1, "time_factor": 3.0, "passes": 3, "clone_epochs": 400,
-                   "clone_fights": 2, "clone_walks": 2},
+                   "clone_fights": 2, "clone_walks": 2, "clone_corrections": 1},
     "evaluation": {"every_env_steps": 250_000, "stop_at_win_rate": 0.9,
                    "confirm_start": "start_of_play"},
     "total_env_steps": 5_000_000, "export_every_episodes": 0, "checkpoint_every_iterations": 244,
@@ -66,7 +66,8 @@ BENCHMARKS.md measured ("One command from nothing"): the route's progress and ki
 (the key hall's key appears when its enemies are dead: "Kills rewarded, run again"), SIL
 0.1, the demonstration cloned with a scripted fighter's clean fights ("A scripted fighter
 cloned with the demonstration") and a path-finder's clean walks to each room's exit ("A
-path-finder's walks cloned too"), three walks of the route, evaluated from power-on every
+path-finder's walks cloned too"), one round of DAgger over those walks ("DAgger for the
+walks"), three walks of the route, evaluated from power-on every
 250k steps until 90% of 100 episodes win there and from start_of_play, within 5M env steps
 in all (phase 1 and its shortening included)."""
 
