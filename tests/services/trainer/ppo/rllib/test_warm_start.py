@@ -115,6 +115,11 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     # and the path-finder's clean walks to each room's exit
     assert cloned["walks_clean"] >= 0.9 * cloned["walks"] > 0
     assert cloned["walk_steps"] > cloned["walks_clean"]
+    # and one round of DAgger: the clone's own walks from the same states, labelled
+    [corrected] = cloned["corrections"]
+    assert corrected["walks"] == cloned["walks"]
+    assert 0 <= corrected["arrived"] <= corrected["walks"]
+    assert corrected["labels"] >= corrected["walks"]
     assert status.curriculum["moves"] >= 1  # random play wins there about half the time
     assert status.curriculum["start_step"] < 728  # the last demo state of the 730-step win
     assert [e.start for e in status.evaluations] == ["power_on", "power_on"]
