@@ -93,9 +93,7 @@ def walk_steps(demo: DemoTransitions, every: int) -> list[tuple[int, Exit]]:
     observations = demo.observations
     progress = [tuple(row) for row in np.rint(
         observations[:, [SLOT_INDEX[slot] for slot in PROGRESS_SLOTS]] * 255).astype(int).tolist()]  # fmt: skip
-    free = ((observations[:, SLOT_INDEX["motion_normal"]] > 0.5)
-            & (observations[:, SLOT_INDEX["in_transition"]] < 0.5)
-            & (observations[:, SLOT_INDEX["dialog_open"]] < 0.5))  # fmt: skip
+    free = _free(observations)
     exits = demo_exits(demo)
     later = {(e.room, progress[e.last]): index for index, e in enumerate(exits)}
     chosen: list[tuple[int, Exit]] = []
@@ -208,7 +206,8 @@ def _corrected_walk(
             room = _room(observation)
             if room != exit_.room:
                 return room == exit_.to
-            label = walk_action(env, exit_) if _free(observation) else None
+            free = _free(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
+            label = walk_action(env, exit_) if free else None
             if label is not None:
                 observations.append(observation)
                 labels.append(label)
@@ -220,9 +219,9 @@ def _corrected_walk(
         env.close()
 
 
-def _free(observation: np.ndarray) -> bool:
-    """Link moves as the buttons say: no scroll, fade or dialog."""
-    return bool(observation[SLOT_INDEX["motion_normal"]] > 0.5
-                and observation[SLOT_INDEX["in_transition"]] < 0.5
-                and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
-                and observation[SLOT_INDEX["dialog_open"]] < 0.5)  # fmt: skip
+def _free(observations: np.ndarray) -> np.ndarray:
+    """Per observation (any leading shape): Link moves as the buttons say, no scroll or
+    dialog."""
+    return ((observations[..., SLOT_INDEX["motion_normal"]] > 0.5)
+            & (observations[..., SLOT_INDEX["in_transition"]] < 0.5)
+            & (observations[..., SLOT_INDEX["dialog_open"]] < 0.5))  # fmt: skip
