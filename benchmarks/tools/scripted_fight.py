@@ -1,7 +1,7 @@
 """The scripted fighter (koholint.explore.fights.fight_action, without the walk to the key)
 from a healed demo state, under sticky actions: does chase-and-swing clear the room?
 
-    python scripted_fight.py WIN.actions STEP EPISODES [STICKY]
+    .venv/bin/python benchmarks/tools/scripted_fight.py WIN.actions STEP EPISODES [STICKY]
 """
 
 import sys

@@ -1,6 +1,6 @@
 """`koholint play` with its demo starts healed as the curriculum's `heal_starts` heals them.
 
-    .venv/bin/python play_healed.py --policy checkpoint:DIR --start demo:WIN.actions@576 \
+    .venv/bin/python benchmarks/tools/play_healed.py --policy checkpoint:DIR --start demo:WIN.actions@576 \
         --episodes 10 --workers 1 --max-steps 880 --export OUT
 """
 

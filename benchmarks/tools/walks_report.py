@@ -1,7 +1,7 @@
 """What the walker teaches on a demonstration: its room exits, the walk states of each, the
 rooms it leaves by two ways with the same progress, and the walks' clean share.
 
-    .venv/bin/python walks_report.py DEMO.actions [EPISODES]
+    .venv/bin/python benchmarks/tools/walks_report.py DEMO.actions [EPISODES]
 """
 
 import sys

@@ -1,6 +1,7 @@
-"""The shortening as `koholint train --phase both` runs it, on a phase-1 win.
+"""The shortening as `koholint train --phase both` runs it, on a phase-1 win; with
+`fights`, as `--explore-clean-fights true` runs it.
 
-.venv/bin/python full_shorten.py WIN.actions OUT.actions [BUDGET]
+.venv/bin/python benchmarks/tools/full_shorten.py WIN.actions OUT.actions [BUDGET] [fights]
 """
 
 import json
@@ -11,11 +12,11 @@ from pathlib import Path
 from koholint.explore.shorten import shorten, winner
 
 
-def main(source: Path, out: Path, budget: int) -> None:
+def main(source: Path, out: Path, budget: int, fights: bool) -> None:
     actions = source.read_bytes()
     check = winner(budget=budget)
     began = time.perf_counter()
-    short = shorten(actions, check)
+    short = shorten(actions, check, fights=fights)
     out.write_bytes(short.actions)
     print(json.dumps({"from": len(actions), "to": len(short.actions), "replays": short.replays,
                       "env_steps": check.steps,
@@ -23,4 +24,5 @@ def main(source: Path, out: Path, budget: int) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 600_000)
+    main(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]) if len(sys.argv) > 3 else 600_000,
+         sys.argv[4:5] == ["fights"])  # fmt: skip

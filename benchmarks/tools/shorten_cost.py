@@ -1,6 +1,6 @@
 """Shorten a phase-1 win as `--phase both` does, run to its end; print its env steps.
 
-.venv/bin/python shorten_cost.py win.actions [OUT.actions]
+.venv/bin/python benchmarks/tools/shorten_cost.py win.actions [OUT.actions]
 """
 
 import sys

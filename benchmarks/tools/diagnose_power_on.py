@@ -1,6 +1,6 @@
 """Where a policy loses from power-on, and whether it is stuck there.
 
-    .venv/bin/python benchmarks/results/win/dagger-2026-11-28/diagnose.py POLICY_DIR [EPISODES]
+    .venv/bin/python benchmarks/tools/diagnose_power_on.py POLICY_DIR [EPISODES]
 
 One line per episode as `koholint play` samples it (sticky 0.25, the rules planner): for a
 loss, the room and progress level it ended in, whether Link stood on one pixel for its

@@ -1,7 +1,7 @@
 """Replay a demonstration and print its room changes and reward events (kills, damage, keys,
 items, the win), one line each with the step.
 
-    python demo_events.py WIN.actions
+    .venv/bin/python benchmarks/tools/demo_events.py WIN.actions
 """
 
 import sys

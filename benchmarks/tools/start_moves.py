@@ -1,7 +1,7 @@
 """The phase-2 step at which the curriculum's start first reached each demo step, read from
 a `koholint train` log's progress lines.
 
-    python moves.py RUN.log > start-moves.txt
+    .venv/bin/python benchmarks/tools/start_moves.py RUN.log > start-moves.txt
 """
 
 import re

@@ -2,9 +2,9 @@
 rest of the demo's actions) or at random, in the training env (sticky actions, hybrid
 control with the rules planner), and count wins, keys, deaths and what the reward paid.
 
-    .venv/bin/python benchmarks/results/win/diagnose_stall.py \
+    .venv/bin/python benchmarks/tools/diagnose_stall.py \
         benchmarks/results/win/explore-seed0.actions 768 --play demo --sticky 0.25 --episodes 50
-    .venv/bin/python benchmarks/results/win/diagnose_stall.py \
+    .venv/bin/python benchmarks/tools/diagnose_stall.py \
         benchmarks/results/win/explore-seed0.actions 768 --play random --episodes 20
 """
 
