@@ -32,6 +32,8 @@
 #define SCREEN_NONE 0
 #define SCREEN_ROOM 1
 #define SCREEN_CREDITS 2
+#define SCREEN_FILE_SELECT 3
+#define SCREEN_NAME_ENTRY 4
 extern unsigned char pad, pad_new;
 extern unsigned char hud_dirty;
 extern unsigned char screen_request;
@@ -72,6 +74,13 @@ void dialog_update(void);
 void dialog_flush(void);
 extern unsigned char dialog_id;
 void on_dialog_closed(unsigned char id);
+
+/* menus.c */
+void open_file_select(void);
+void menus_update(void);
+void menus_flush(void);
+void draw_file_select(void);
+void draw_name_entry(void);
 
 /* oam building, main.c */
 void put_object(unsigned char x, unsigned char y, unsigned char tile, unsigned char attr);

@@ -15,6 +15,7 @@
 #define hLinkRoomPosition RAM8(0xFFFA) /* (tile y << 4) | tile x of Link's centre */
 
 #define wOAMBuffer ((unsigned char *)0xC000)
+#define wIsFileSelectionArrowShifted RAM8(0xD000) /* file select: 0 ERASE, 1 COPY */
 #define wLinkMotionState RAM8(0xC11C)
 #define wRoomTransitionState RAM8(0xC124)
 #define wDialogAskSelectionIndex RAM8(0xC177)
@@ -46,9 +47,14 @@
 #define wRupeeCountHigh RAM8(0xDB5D)
 #define wRupeeCountLow RAM8(0xDB5E)
 #define wHasInstrument1 RAM8(0xDB65)
+#define wSaveSlotNames ((unsigned char *)0xDB80) /* 3 x 5 letters, 0 = none */
 #define wGameplayType RAM8(0xDB95)
 #define wGameplaySubtype RAM8(0xDB96)
 #define wIsIndoor RAM8(0xDBA5)
+#define wSaveSlot RAM8(0xDBA6)              /* file select cursor: 0-2 slots, 3 ERASE/COPY */
+#define wSaveFilesCount RAM8(0xDBA7)        /* bit n: slot n holds a file */
+#define wNameEntryCurrentChar RAM8(0xDBA9)  /* name entry grid cursor, 0..63 */
+#define wSaveSlotNameCharIndex RAM8(0xDBAA) /* where the next letter goes, 0..4 */
 #define wKillCount RAM8(0xDBB5)
 #define wInvincibilityCounter RAM8(0xDBC7)
 #define wDungeonSmallKeys RAM8(0xDBD0)
@@ -58,6 +64,11 @@
 
 #define GAMEPLAY_TITLE 0x00
 #define GAMEPLAY_CREDITS 0x01
+#define GAMEPLAY_FILE_SELECT 0x02
+#define GAMEPLAY_FILE_NEW 0x03
+#define GAMEPLAY_FILE_SELECT_INTERACTIVE 0x07
+#define GAMEPLAY_FILE_NEW_INTERACTIVE 0x02
+#define NAME_LENGTH 5
 #define GAMEPLAY_WORLD 0x0B
 #define GAMEPLAY_WORLD_INTERACTIVE 0x07
 

@@ -1,4 +1,5 @@
-/* Koholint test cartridge: main loop, video, input, HUD, title and credits.
+/* Koholint test cartridge: main loop, video, input, HUD, title and credits (menus.c: the
+ * file select and name entry between them).
  *
  * Each frame has two phases. At VBlank (LY 144) the loop writes VRAM: OAM DMA,
  * queued tiles, the HUD, dialog-box jobs and whole-screen redraws. At the start
@@ -135,7 +136,6 @@ static void draw_title(void) {
 }
 
 static void draw_credits(void) {
-    clear_bg();
     draw_text(4, 3, "YOU GOT THE");
     draw_text(1, 5, "SIREN INSTRUMENT!");
     draw_text(6, 9, "THE END");
@@ -146,8 +146,14 @@ static unsigned char redraw_screen(void) {
     /* Whole-screen redraws happen with the LCD off, inside VBlank. */
     if (screen_request == SCREEN_NONE) return 0;
     lcd_off();
-    if (screen_request == SCREEN_ROOM) draw_room();
-    else draw_credits();
+    if (screen_request == SCREEN_ROOM) {
+        draw_room();
+    } else {
+        clear_bg();
+        if (screen_request == SCREEN_FILE_SELECT) draw_file_select();
+        else if (screen_request == SCREEN_NAME_ENTRY) draw_name_entry();
+        else draw_credits();
+    }
     screen_request = SCREEN_NONE;
     rBGP = wLinkMotionState == MOTION_FADE_IN ? 0x00 : 0xE4;
     rLCDC = LCDC_PLAY;
@@ -218,10 +224,26 @@ static void init_video(void) {
 
 static void update(void) {
     if (wGameplayType == GAMEPLAY_TITLE) {
-        if (pad_new & PAD_START) start_game();
+        if (pad_new & PAD_START) open_file_select();
+    } else if (wGameplayType == GAMEPLAY_FILE_SELECT || wGameplayType == GAMEPLAY_FILE_NEW) {
+        menus_update();
     } else if (wGameplayType == GAMEPLAY_WORLD) {
         world_update();
         if (wGameplayType == GAMEPLAY_CREDITS) screen_request = SCREEN_CREDITS;
+    }
+}
+
+static void opening_loop(void) {
+    /* The title, file select and name entry: the world's loop plus the menus' VBlank work,
+     * kept apart so the world's frames keep their timing to the cycle. */
+    while (wGameplayType != GAMEPLAY_WORLD) {
+        wait_vblank();
+        if (write_vram()) continue;
+        menus_flush();
+        wait_frame_start();
+        read_pad();
+        update();
+        build_oam();
     }
 }
 
@@ -231,6 +253,7 @@ void main(void) {
     wGameplayType = GAMEPLAY_TITLE;
     rIE = 0x03;
     __asm__("ei");
+    opening_loop();
     while (1) {
         wait_vblank();
         if (write_vram()) continue;  /* after a redraw the LCD restarts mid-frame */

@@ -49,6 +49,7 @@ class RamAddress(IntEnum):
     ENTITIES_TYPE = 0xC3A0  # wEntitiesTypeTable
     ENTITIES_SPRITE_VARIANT = 0xC3B0  # wEntitiesSpriteVariantTable
     # WRAM bank 1 (banked on the DX ROM)
+    FILE_SELECTION_ARROW_SHIFTED = 0xD000  # wIsFileSelectionArrowShifted: 0 ERASE, 1 COPY
     ROOM_OBJECTS = 0xD711  # wRoomObjects: 10x8 room tiles, rows 16 bytes apart
     OVERWORLD_ROOM_STATUS = 0xD800  # wOverworldRoomStatus: 256 rooms
     INDOOR_ROOM_STATUS = 0xD900  # wIndoorARoomStatus: 256 rooms
@@ -60,9 +61,14 @@ class RamAddress(IntEnum):
     RUPEES_HIGH = 0xDB5D  # wRupeeCountHigh (BCD hundreds)
     RUPEES_LOW = 0xDB5E  # wRupeeCountLow (BCD tens and ones)
     HAS_INSTRUMENT_1 = 0xDB65  # wHasInstrument1: bit 1 = has instrument
+    SAVE_SLOT_NAMES = 0xDB80  # wSaveSlotNames: 3 slots x 5 letters, 0 = no letter
     GAMEPLAY_TYPE = 0xDB95  # wGameplayType
     GAMEPLAY_SUBTYPE = 0xDB96  # wGameplaySubtype
     IS_INDOOR = 0xDBA5  # wIsIndoor
+    SAVE_SLOT = 0xDBA6  # wSaveSlot: file select cursor, 0-2 a slot, 3 the ERASE/COPY row
+    SAVE_FILES_COUNT = 0xDBA7  # wSaveFilesCount: bit n = slot n holds a file
+    NAME_ENTRY_CURRENT_CHAR = 0xDBA9  # wNameEntryCurrentChar: name entry grid cursor, 0-63
+    SAVE_SLOT_NAME_CHAR_INDEX = 0xDBAA  # wSaveSlotNameCharIndex: where the next letter goes
     KILL_COUNT = 0xDBB5  # wKillCount
     INVINCIBILITY_COUNTER = 0xDBC7  # wInvincibilityCounter
     DUNGEON_SMALL_KEYS = 0xDBD0  # wDungeonSmallKeys (current dungeon)
@@ -117,7 +123,11 @@ ADDRESS_DOCS: tuple[AddressDoc, ...] = (
     AddressDoc(RamAddress.HAS_INSTRUMENT_1, 1, "bit 1 = has the first instrument"),
     AddressDoc(RamAddress.DEATH_COUNT, 1, "deaths (save slot 1)"),
     AddressDoc(RamAddress.KILL_COUNT, 1, "enemies defeated"),
-    AddressDoc(RamAddress.GAMEPLAY_TYPE, 1, "00 title, 01 credits (victory), 0B world"),
+    AddressDoc(
+        RamAddress.GAMEPLAY_TYPE,
+        1,
+        "00 title, 01 credits (victory), 02 file select, 03 name entry, 0B world",
+    ),
     AddressDoc(RamAddress.GAMEPLAY_SUBTYPE, 1, "07 = interactive in the world"),
     AddressDoc(RamAddress.OVERWORLD_ROOM_STATUS, 256, "overworld room flags, 0x80 = visited"),
     AddressDoc(RamAddress.INDOOR_ROOM_STATUS, 256, "indoor room flags, 0x80 = visited"),
@@ -127,16 +137,40 @@ ADDRESS_DOCS: tuple[AddressDoc, ...] = (
     AddressDoc(RamAddress.ENTITIES_TYPE, 16, "entity type (EntityType)"),
     AddressDoc(RamAddress.ROOM_OBJECTS, 0x80, "room tiles, 10 per row, rows 16 bytes apart"),
     AddressDoc(RamAddress.FRAME_COUNTER, 1, "frame counter"),
+    AddressDoc(RamAddress.SAVE_FILES_COUNT, 1, "bit n set: save slot n holds a file"),
+    AddressDoc(RamAddress.SAVE_SLOT_NAMES, 15, "the three files' names, 5 letters, 0 = none"),
+    AddressDoc(RamAddress.NAME_ENTRY_CURRENT_CHAR, 1, "name entry grid cursor, 16 x 4"),
+    AddressDoc(RamAddress.SAVE_SLOT_NAME_CHAR_INDEX, 1, "name entry: the letter A writes next"),
 )
 
 
 class GameplayType(IntEnum):
-    TITLE = 0x00
+    TITLE = 0x00  # GAMEPLAY_INTRO: the intro and the title screen
     CREDITS = 0x01
+    FILE_SELECT = 0x02
+    FILE_NEW = 0x03  # the name entry of a new file
     WORLD = 0x0B
 
 
 GAMEPLAY_SUBTYPE_INTERACTIVE = 0x07
+"""wGameplaySubtype once the world takes input."""
+FILE_SELECT_SUBTYPE_INTERACTIVE = 0x07
+"""wGameplaySubtype once the file select takes input."""
+FILE_NEW_SUBTYPE_INTERACTIVE = 0x02
+"""wGameplaySubtype once the name entry takes input."""
+OPENING_GAMEPLAY_TYPES = frozenset(
+    {GameplayType.TITLE, GameplayType.FILE_SELECT, GameplayType.FILE_NEW}
+)
+"""The screens between power-on and play: the title, the file select and the name entry."""
+SAVE_SLOTS = 3
+COMMAND_SAVE_SLOT = 3
+"""wSaveSlot on the file select's ERASE/COPY row (shown once a file exists)."""
+NAME_LENGTH = 5
+NAME_ENTRY_ROWS = ("ABCDEFG  abcdefg", "HIJKLMN  hijklmn", "OPQRSTU  opqrstu", "VWXYZ    vwxyz  ")
+"""LA DX's name entry grid (NameEntryCharacterTable), row by row: the letter A writes from
+each wNameEntryCurrentChar. LEFT/RIGHT move the cursor by 1 and UP/DOWN by a row, wrapping."""
+NAME_ENTRY_GRID = "".join(NAME_ENTRY_ROWS)
+NAME_ENTRY_COLUMNS = 16
 
 
 class MotionState(IntEnum):

@@ -28,7 +28,8 @@ from koholint.game.ram import (
 
 STATE_SCHEMA_VERSION = 1
 DIRECTIONS = ("right", "left", "up", "down")
-MODES = {0x00: "title", 0x01: "credits", 0x0B: "world"}
+# The opening's screens (title, file select 0x02, name entry 0x03) are one mode: the planner's.
+MODES = {0x00: "title", 0x01: "credits", 0x02: "title", 0x03: "title", 0x0B: "world"}
 OAM = 0xFE00
 OAM_ENTRIES = 40
 DIALOG_PRINTING_STATES = range(1, 9)

@@ -109,7 +109,7 @@ def start_the_game(decision: Decision) -> None:
     """The menus before play are fixed; every backend answers them with the same macro,
     no model asked."""
     decision.macro = StartGame()
-    decision.reason = "the title screen: start the game"
+    decision.reason = "the opening (title, file select, name entry): start the game"
 
 
 def link_cell(situation: Situation) -> tuple[int, int]:

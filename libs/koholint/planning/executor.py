@@ -20,7 +20,8 @@ from koholint.game.navigation import (
     steer,
     tile_center,
 )
-from koholint.game.ram import DialogState, GameplayType, MotionState
+from koholint.game.opening import opening_press
+from koholint.game.ram import DialogState, GameplayType, MotionState, RamReader
 from koholint.game.tiles import WALKABLE, Metatile
 from koholint.planning.macros import (
     ITEM_IDS,
@@ -42,6 +43,8 @@ MAX_WALK_CHUNK = 8
 DIALOG_MACROS = ("ADVANCE_DIALOG", "CHOOSE")
 # Frames between START presses on the title: a menu that missed one press sees the next.
 START_PRESS_GAP = 8
+# Frames after a press on the file select or the name entry: the cursor moves on the next.
+MENU_PRESS_GAP = 1
 
 
 class _OutOfFrames(Exception):
@@ -228,20 +231,23 @@ class MacroExecutor:
             view = self._read()
 
     def _start_game(self, macro: StartGame, view: View) -> tuple[bool, str]:
-        while not view.in_play:
-            if view.raw.gameplay_type not in (GameplayType.TITLE, GameplayType.WORLD):
-                return False, (
-                    f"the game shows gameplay type {view.raw.gameplay_type:#04x}, not the title: "
-                    "LA DX's file select (0x02) and name entry (0x03) have no steps here yet "
-                    "(docs/environment.md, From power-on)"
-                )
-            if view.in_world:  # a fade into the first room: let it finish
-                self._wait(1, "the first room did not take input")
+        ram = RamReader(view.memory)
+        while True:
+            try:
+                press = opening_press(ram)
+            except ValueError as error:
+                return False, str(error)
+            if press is None:
+                return True, "in play"
+            if press.button == Button.NONE:
+                self._wait(1, press.why)
             else:
-                self._tap(Button.START)
-                self._wait(START_PRESS_GAP, "the title screen did not take START")
-            view = self._read()
-        return True, "in play"
+                self._tap(press.button)
+                gap = START_PRESS_GAP if press.button == Button.START else MENU_PRESS_GAP
+                self._wait(
+                    gap, f"the screen did not take {Button(press.button).name} ({press.why})"
+                )
+            ram = RamReader(self._read().memory)
 
     def _choose(self, macro: Choose, view: View) -> tuple[bool, str]:
         while view.raw.selection != macro.option:

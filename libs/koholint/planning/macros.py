@@ -76,9 +76,9 @@ class Interact(_Macro):
 
 
 class StartGame(_Macro):
-    """From power-on to play: press START until the game is in the world and interactive
-    (this cartridge: the title screen; LA DX: also its file select and name entry,
-    docs/environment.md)."""
+    """From power-on to play, read from RAM: START on the title, the first file on the file
+    select (a new one named on the name entry when there is none), until the world takes
+    input (``koholint.game.opening``; LA DX's screens, docs/environment.md)."""
 
     kind: Literal["START_GAME"] = "START_GAME"
     timeout_frames: int = _timeout(1200)  # type: ignore[assignment]

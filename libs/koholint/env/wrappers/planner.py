@@ -15,7 +15,7 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.zelda import ZeldaEnv
-from koholint.game.ram import GameplayType
+from koholint.game.ram import OPENING_GAMEPLAY_TYPES
 from koholint.planning.autopilot import AutopilotReport, Budget, run_autopilot
 from koholint.planning.backends import Backend
 from koholint.planning.memory import SessionMemory
@@ -72,7 +72,7 @@ class PlannerControlWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     def _observe(self) -> str:
         zelda: ZeldaEnv = self.env.unwrapped  # type: ignore[assignment]
         raw = zelda.raw_state
-        if raw.gameplay_type == GameplayType.TITLE:
+        if raw.gameplay_type in OPENING_GAMEPLAY_TYPES:
             return self.switch.observe(classify(False, False, title=True))
         dialog = dialog_open(raw.dialog)
         puzzle = not dialog and puzzle_unsolved(room_tiles(zelda.gameboy.memory), raw.room_status)

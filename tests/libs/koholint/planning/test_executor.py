@@ -162,8 +162,8 @@ def test_start_game_times_out_when_start_is_ignored(gameboy: GameBoy) -> None:
 
 
 def test_start_game_stops_on_menus_it_has_no_steps_for(gameboy: GameBoy) -> None:
-    gameboy.memory[RamAddress.GAMEPLAY_TYPE] = 0x02  # LA DX's file select
+    gameboy.memory[RamAddress.GAMEPLAY_TYPE] = 0x04  # LA DX's file deletion
     result = MacroExecutor(gameboy).execute(StartGame())
     assert not result.ok
-    assert "0x02" in result.reason
+    assert "0x04" in result.reason
     assert result.frames == 0
