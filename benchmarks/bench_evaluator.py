@@ -56,7 +56,7 @@ def make_segments(store: LocalStore, count: int, episode_steps: int) -> tuple[li
             done = terminated or truncated
     env.close()
     exporter.flush()
-    rate = exporter.written / (time.perf_counter() - started)
+    rate = exporter.counts["written"] / (time.perf_counter() - started)
     exporter.close()
     prefixes = [
         k.rsplit("/", 1)[0] for k in store.list("episodes/bench/") if k.endswith("manifest.json")

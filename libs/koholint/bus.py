@@ -27,6 +27,10 @@ POSITIONS_MAX_LENGTH = 10_000
 DEAD_LETTER_SUFFIX = ".dead"
 MAX_MESSAGE_BYTES = 64 * 1024
 PAYLOAD_FIELD = "payload"
+# How long publish_once remembers a key: far longer than any retry of one announcement.
+ONCE_TTL_SECONDS = 7 * 24 * 3600
+# The default of RedisSettings.redis_timeout_s: connect and socket timeouts of every client.
+REDIS_TIMEOUT_SECONDS = 5.0
 
 
 class BusError(RuntimeError):
@@ -43,6 +47,11 @@ class Message:
 
 class Bus(Protocol):
     def publish(self, stream: str, payload: dict[str, Any]) -> str: ...
+
+    def publish_once(self, stream: str, key: str, payload: dict[str, Any]) -> str | None:
+        """Publish unless a message with this `key` was published on `stream` before: the
+        entry id, or None when it was. Retrying after a timeout never publishes twice."""
+        ...
 
     def ensure_group(self, stream: str, group: str) -> None: ...
 
@@ -65,6 +74,32 @@ def encode_payload(payload: dict[str, Any]) -> str:
             "object store and send its keys"
         )
     return text
+
+
+def connect_redis(url: str, *, timeout_s: float = REDIS_TIMEOUT_SECONDS, block_ms: int = 0) -> Any:
+    """A Redis client whose connects and reads give up after `timeout_s` (plus `block_ms` for
+    clients that block on XREADGROUP): a stalled Redis fails a call, it never hangs a thread."""
+    import redis
+
+    return redis.Redis.from_url(
+        url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s + block_ms / 1000
+    )
+
+
+def connect_redis_async(
+    url: str, *, timeout_s: float = REDIS_TIMEOUT_SECONDS, block_ms: int = 0
+) -> Any:
+    """``connect_redis`` for asyncio callers."""
+    import redis.asyncio
+
+    return redis.asyncio.Redis.from_url(
+        url, socket_connect_timeout=timeout_s, socket_timeout=timeout_s + block_ms / 1000
+    )
+
+
+def once_key(stream: str, key: str) -> str:
+    """The Redis key that remembers `key` was published on `stream`."""
+    return f"{stream}.once:{key}"
 
 
 def dead_letter_payload(message: Message, reason: str) -> dict[str, Any]:
@@ -102,6 +137,21 @@ class RedisBus:
             approximate=True,
         )
         return _text(message_id)
+
+    # SET NX and XADD in one script: atomic, so a retry after a lost reply is a no-op.
+    _PUBLISH_ONCE = """
+    if redis.call('SET', KEYS[1], '1', 'NX', 'EX', ARGV[3]) then
+      return redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[2], '*', ARGV[4], ARGV[1])
+    end
+    return false
+    """
+
+    def publish_once(self, stream: str, key: str, payload: dict[str, Any]) -> str | None:
+        message_id = self.redis.eval(
+            self._PUBLISH_ONCE, 2, once_key(stream, key), stream, encode_payload(payload),
+            self.max_length, ONCE_TTL_SECONDS, PAYLOAD_FIELD,
+        )  # fmt: skip
+        return _text(message_id) if message_id else None
 
     def ensure_group(self, stream: str, group: str) -> None:
         import redis
@@ -198,6 +248,7 @@ class MemoryBus:
         self._entries: dict[str, list[tuple[str, str]]] = {}
         self._groups: dict[tuple[str, str], dict[str, Any]] = {}
         self._sequence = 0
+        self._once: set[tuple[str, str]] = set()
         self._changed = threading.Condition()
 
     def publish(self, stream: str, payload: dict[str, Any]) -> str:
@@ -208,6 +259,14 @@ class MemoryBus:
             self._entries.setdefault(stream, []).append((entry_id, text))
             self._changed.notify_all()
         return entry_id
+
+    def publish_once(self, stream: str, key: str, payload: dict[str, Any]) -> str | None:
+        encode_payload(payload)  # a refused message marks nothing
+        with self._changed:
+            if (stream, key) in self._once:
+                return None
+            self._once.add((stream, key))
+        return self.publish(stream, payload)
 
     def ensure_group(self, stream: str, group: str) -> None:
         with self._changed:

@@ -13,7 +13,13 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, BeforeValidator, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from koholint.bus import STREAM_POSITIONS, STREAM_REWARD_MODELS, STREAM_SCORES, STREAM_SEGMENTS
+from koholint.bus import (
+    REDIS_TIMEOUT_SECONDS,
+    STREAM_POSITIONS,
+    STREAM_REWARD_MODELS,
+    STREAM_SCORES,
+    STREAM_SEGMENTS,
+)
 from koholint.web.telemetry import TracingExporter
 
 MAX_BODY_BYTES = 1024**3
@@ -59,6 +65,9 @@ class RedisSettings(BaseModel):
 
     redis_url: str = Field("", max_length=4096)
     """redis://...; empty = no Redis (the in-process bus, or no stream where it is optional)"""
+    redis_timeout_s: float = Field(REDIS_TIMEOUT_SECONDS, gt=0, le=300)
+    """connect and socket timeout of every Redis call (blocking reads add their block time):
+    a stalled Redis fails a call, it never hangs a thread"""
 
 
 class StreamSettings(BaseModel):

@@ -18,10 +18,11 @@ from console.config import Settings
 from console.fleet import Fleet
 from console.live import live_viewers
 from console.metrics import Metrics
-from console.relay import PositionHub
+from console.relay import READ_BLOCK_MS, PositionHub
 from console.routes import archive, fleet, judges, map, page, positions, runs, watch
 from console.routes.page import STATIC_DIR
 from console.worldmap import MapCache
+from koholint.bus import connect_redis_async
 from koholint.clients import ServiceError
 from koholint.store import open_store
 from koholint.web.problems import UnavailableError, problem_response
@@ -78,7 +79,7 @@ async def lifespan(
         history_size=settings.history_size, metrics=metrics,
     )  # fmt: skip
     app.state.live = live_viewers(settings.max_live_clients, settings.send_timeout_seconds)
-    app.state.redis = _redis(settings.redis_url)
+    app.state.redis = _redis(settings.redis_url, settings.redis_timeout_s)
     app.state.store = open_store(settings.store_url) if settings.store_url else None
     tasks = [asyncio.create_task(asyncio.to_thread(app.state.map.get))]  # render early
     if app.state.redis is not None:
@@ -93,12 +94,8 @@ async def lifespan(
             await app.state.redis.aclose()
 
 
-def _redis(url: str) -> Any:
-    if not url:
-        return None
-    import redis.asyncio
-
-    return redis.asyncio.Redis.from_url(url)
+def _redis(url: str, timeout_s: float) -> Any:
+    return connect_redis_async(url, timeout_s=timeout_s, block_ms=READ_BLOCK_MS) if url else None
 
 
 def _add_upstream_handlers(app: FastAPI) -> None:

@@ -73,7 +73,7 @@ def session_manager(settings: Settings, metrics: Metrics) -> SessionManager:
     )  # fmt: skip
     if settings.redis_url:  # sessions' positions for the console, never stalling a step
         manager.positions = process_position_publisher(
-            settings.redis_url, settings.positions_stream
+            settings.redis_url, settings.positions_stream, timeout_s=settings.redis_timeout_s
         )
         manager.positions_every = settings.positions_every
     return manager

@@ -11,7 +11,7 @@ from evaluator.jobs import Jobs
 from evaluator.judges import JudgeBackend, make_judges
 from evaluator.metrics import Metrics
 from evaluator.scoring import Evaluator
-from koholint.bus import Bus, MemoryBus, RedisBus
+from koholint.bus import Bus, MemoryBus, RedisBus, connect_redis
 from koholint.store import ObjectStore, open_store
 
 
@@ -21,11 +21,11 @@ def open_bus(settings: Settings) -> Bus:
         return MemoryBus(
             reclaim_after_ms=settings.reclaim_after_ms, max_deliveries=settings.max_deliveries
         )
-    import redis
-
+    client = connect_redis(
+        settings.redis_url, timeout_s=settings.redis_timeout_s, block_ms=settings.block_ms
+    )
     return RedisBus(
-        redis.Redis.from_url(settings.redis_url, socket_timeout=10, socket_connect_timeout=5),
-        reclaim_after_ms=settings.reclaim_after_ms, max_deliveries=settings.max_deliveries,
+        client, reclaim_after_ms=settings.reclaim_after_ms, max_deliveries=settings.max_deliveries,
     )  # fmt: skip
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from koholint.bus import Bus, RedisBus
+from koholint.bus import Bus, RedisBus, connect_redis
 from koholint.store import open_store
 from koholint.web.scaffold import check_in_thread, create_service_app, service_factory
 from reward_model.config import Settings
@@ -59,9 +59,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def _open_bus(settings: Settings) -> tuple[Any, Bus | None]:
     if not settings.redis_url:
         return None, None
-    import redis
-
-    client = redis.Redis.from_url(settings.redis_url, socket_connect_timeout=3)
+    client = connect_redis(
+        settings.redis_url, timeout_s=settings.redis_timeout_s, block_ms=settings.block_ms
+    )
     return client, RedisBus(client)
 
 

@@ -32,8 +32,20 @@ class RunCollector(Collector):
         steps = CounterMetricFamily("trainer_env_steps", "env steps sampled", labels=["run"])
         exported = CounterMetricFamily(
             "trainer_export_segments",
-            "episode segments by outcome: written, dropped (export queue full), failed",
+            "episode segments by outcome: written, announced (on the stream), dropped (export "
+            "queue full past the wait), failed (the store refused), abandoned (unwritten at the end)",
             labels=["run", "outcome"],
+        )
+        unexported = GaugeMetricFamily(
+            "trainer_export_pending",
+            "segments not on the stream: unannounced (in the store, announced at the run's next "
+            "start) and lost (dropped + failed + abandoned: never in the store)",
+            labels=["run", "kind"],
+        )
+        waited = CounterMetricFamily(
+            "trainer_export_wait_seconds",
+            "time the envs waited for room in a full export queue",
+            labels=["run"],
         )
         # 1 while the run is starting, running or stopping: alerts on stopped steps use it to
         # tell a stalled run from one that finished.
@@ -49,12 +61,17 @@ class RunCollector(Collector):
             steps.add_metric([status.run], status.env_steps)
             active.add_metric([status.run], float(status.state in ACTIVE_STATES))
             for outcome in EXPORT_COUNTS:
-                exported.add_metric([status.run, outcome], status.export[outcome])
+                exported.add_metric([status.run, outcome], status.export.get(outcome, 0))
+            for kind in ("unannounced", "lost"):
+                unexported.add_metric([status.run, kind], status.export.get(kind, 0))
+            waited.add_metric([status.run], status.export_wait_seconds)
             for name, family in gauges.items():
                 value = getattr(status, name)
                 if value is not None:
                     family.add_metric([status.run], float(value))
         yield steps
         yield exported
+        yield unexported
+        yield waited
         yield active
         yield from gauges.values()

@@ -86,10 +86,18 @@ class RunStatus(BaseModel):
     error: str | None = None
     """why the run failed (state failed); never a traceback (the logs have it)"""
     export: dict[str, int] = Field(
-        default_factory=lambda: {"written": 0, "dropped": 0, "failed": 0}
+        default_factory=lambda: dict.fromkeys(
+            ("written", "announced", "dropped", "failed", "abandoned", "unannounced", "lost"), 0
+        )
     )
-    """episode segments the export queues wrote, dropped (queue full) and failed to write, as of
-    the last iteration (the queue may write a finished run's last segments after it)"""
+    """episode segments the export queues wrote to the store, announced on the stream, dropped
+    (queue full past the producer's wait), failed to write and abandoned unwritten at the
+    run's end; ``unannounced``: written, their notice not yet on the stream (the next start of
+    the run announces them); ``lost``: dropped + failed + abandoned. Counted per iteration
+    while the run lasts, exact once it has ended"""
+    export_wait_seconds: float = 0.0
+    """time the envs waited for room in a full export queue (the queue never drops a segment
+    unless that wait runs out)"""
     reached: dict[str, float] = Field(default_factory=dict)
     """per milestone (sword, puzzle, dungeon, key, instrument): the highest share of
     episodes (100-episode window) that had reached it"""

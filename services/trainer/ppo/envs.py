@@ -18,9 +18,9 @@ import gymnasium as gym
 import numpy as np
 import ray
 
-from koholint.bus import RedisBus
+from koholint.bus import RedisBus, connect_redis
 from koholint.clients.planner import PlannerClient
-from koholint.env.export import EXPORT_COUNTS, ExportQueue
+from koholint.env.export import EXPORT_COUNTS, ExportQueue, announce_stored
 from koholint.env.rnd import RndConfig, sparse_allowance
 from koholint.env.wrappers import (
     BonusWrapper,
@@ -38,6 +38,7 @@ from koholint.explore.curriculum import CurriculumWrapper
 from koholint.explore.restarts import Frontier, GoExploreWrapper, LocalArchiveSource
 from koholint.llm.client import TEXT_ROUTES
 from koholint.planning.backends import Backend, make_backend
+from koholint.schemas.trainer import RunStatus
 from koholint.store import open_store
 from trainer.config import Deployment
 from trainer.ppo.config import TrainConfig
@@ -48,6 +49,9 @@ logger = logging.getLogger(__name__)
 # How long a run's end waits for each process's export queue: longer than one S3 write can
 # take (koholint.store: S3_TIMEOUT, S3_RETRIES), shorter than forever.
 EXPORT_DRAIN_SECONDS = 180.0
+# How long a run's end then waits for the written segments' announcements: what is left
+# stays in the store and ``announce_run_segments`` announces it.
+ANNOUNCE_DRAIN_SECONDS = 30.0
 
 
 @ray.remote(num_cpus=0)
@@ -119,67 +123,105 @@ def process_archive_source(actor_name: str) -> RayArchiveSource:
         return _archive_sources[key]
 
 
-_exporters: dict[tuple[str, str], ExportQueue] = {}
+_exporters: dict[tuple[str, str, str], ExportQueue] = {}
 _exporters_lock = threading.Lock()
 
 
-def process_exporter(store_url: str, redis_url: str) -> ExportQueue:
-    """One export queue per process and destination."""
+def process_exporter(run: str, deployment: Deployment) -> ExportQueue:
+    """One export queue per process, run and destination; closed by the run's end
+    (``finish_exports``), so a process that hosts many runs counts each run on its own."""
     with _exporters_lock:
-        key = (store_url, redis_url)
+        key = (run, deployment.store_url, deployment.redis_url)
         if key not in _exporters:
             bus = None
-            if redis_url:
-                import redis
-
-                bus = RedisBus(redis.Redis.from_url(redis_url))
-            _exporters[key] = ExportQueue(open_store(store_url), bus=bus)
+            if deployment.redis_url:
+                client = connect_redis(deployment.redis_url, timeout_s=deployment.redis_timeout_s)
+                bus = RedisBus(client)
+            _exporters[key] = ExportQueue(open_store(deployment.store_url), bus=bus)
         return _exporters[key]
 
 
-_reported = dict.fromkeys(EXPORT_COUNTS, 0)
+_reported: dict[int, dict[str, float]] = {}
 
 
-def export_counts_since_last_call() -> dict[str, int]:
-    """Segments written, dropped and failed by this process's export queues since the last call."""
+def export_counts_since_last_call() -> dict[str, float]:
+    """What this process's export queues counted (``EXPORT_COUNTS``, and ``wait_seconds``)
+    since the last call: the iterations' progress. The run's end takes each queue's totals."""
+    deltas = dict.fromkeys((*EXPORT_COUNTS, "wait_seconds"), 0.0)
     with _exporters_lock:
-        totals = {
-            name: sum(getattr(queue, name) for queue in _exporters.values()) for name in _reported
-        }
-    deltas = {name: totals[name] - _reported[name] for name in _reported}
-    _reported.update(totals)
+        for queue in _exporters.values():
+            now: dict[str, float] = {**queue.counts, "wait_seconds": queue.wait_seconds}
+            last = _reported.setdefault(id(queue), dict.fromkeys(deltas, 0.0))
+            for name in deltas:
+                deltas[name] += now[name] - last[name]
+                last[name] = now[name]
     return deltas
 
 
-def finish_exports(runner: Any) -> dict[str, int]:
+def finish_exports(runner: Any, run: str) -> dict[str, int]:
     """On an env runner at the run's end: close its envs (each recorder hands over its
-    episode's last, partial segment), wait for this process's export queues and return the
-    counts since the last report. Closing twice is harmless: the runner's stop closes again."""
+    episode's last, partial segment), then close this process's export queues of `run` once
+    their segments are written and announced (bounded), and return their totals, with
+    ``unannounced``. Closing twice is harmless: the runner's stop closes again."""
     if getattr(runner, "env", None) is not None:
         runner.env.close()
     with _exporters_lock:
-        queues = list(_exporters.values())
+        keys = [key for key in _exporters if key[0] == run]
+        queues = [_exporters.pop(key) for key in keys]
+    totals = dict.fromkeys((*EXPORT_COUNTS, "unannounced", "wait_seconds"), 0.0)
     for queue in queues:
-        if not queue.flush(EXPORT_DRAIN_SECONDS):
-            logger.warning("export queue not drained after %.0f s: its last segments are lost",
-                           EXPORT_DRAIN_SECONDS, extra={"event": "export_not_drained"})  # fmt: skip
-    return export_counts_since_last_call()
+        if not queue.flush(EXPORT_DRAIN_SECONDS, announced=False):
+            logger.warning("export queue not written after %.0f s", EXPORT_DRAIN_SECONDS,
+                           extra={"event": "export_not_drained"})  # fmt: skip
+        counts = {**queue.close(ANNOUNCE_DRAIN_SECONDS), "wait_seconds": queue.wait_seconds}
+        _reported.pop(id(queue), None)
+        for name, count in counts.items():
+            totals[name] += count
+    return totals
 
 
-def drain_exports(algo: Any, export: dict[str, int]) -> None:
-    """Every env runner's segments written before the run ends, and counted in `export`: a
-    run that reports finished or failed has nothing left in flight. Never raises: a runner
-    that died takes its queue with it, and the run's own error is the one to report."""
+def drain_exports(algo: Any, config: TrainConfig, status: RunStatus) -> None:
+    """Every env runner's segments written and announced before the run ends, the status's
+    export counts set to their totals (``unannounced``: written, not yet on the stream;
+    ``lost``: never written). Never raises: a runner that died takes its queue with it (its
+    segments keep the counts the iterations reported), and the run's error is the one to
+    report."""
     try:
         counts = algo.env_runner_group.foreach_env_runner(
-            finish_exports, local_env_runner=True, timeout_seconds=EXPORT_DRAIN_SECONDS + 60
-        )
+            functools.partial(finish_exports, run=config.run), local_env_runner=True,
+            timeout_seconds=EXPORT_DRAIN_SECONDS + ANNOUNCE_DRAIN_SECONDS + 60,
+        )  # fmt: skip
     except Exception as error:
         logger.warning("could not drain the env runners' exports: %s", error,
                        extra={"event": "export_not_drained"})  # fmt: skip
+        counts = []
+    export = status.export
+    if counts and all(counts):
+        for name in (*EXPORT_COUNTS, "unannounced"):
+            export[name] = sum(int(c.get(name, 0)) for c in counts)
+        status.export_wait_seconds = sum(float(c.get("wait_seconds", 0)) for c in counts)
+    export["lost"] = sum(export.get(name, 0) for name in ("dropped", "failed", "abandoned"))
+
+
+def announce_run_segments(
+    config: TrainConfig, deployment: Deployment, export: dict[str, int]
+) -> None:
+    """Announce every stored segment of the run whose notice never went out (a stalled or
+    restarted Redis, a crashed predecessor of a resumed run): the store is the record.
+    Leaves `export["unannounced"]` as it was when Redis cannot be reached."""
+    if not (config.export_every_episodes and deployment.redis_url):
         return
-    for name in EXPORT_COUNTS:
-        export[name] = export.get(name, 0) + sum(int(c.get(name, 0)) for c in counts if c)
+    try:
+        bus = RedisBus(connect_redis(deployment.redis_url, timeout_s=deployment.redis_timeout_s))
+        found = announce_stored(open_store(deployment.store_url), bus, config.run)
+    except Exception as error:
+        logger.warning("could not announce the run's stored segments: %s", error,
+                       extra={"event": "segments_not_announced"})  # fmt: skip
+        return
+    export["unannounced"] = 0
+    if found["announced"]:
+        logger.info("announced %d stored segments of %d", found["announced"], found["stored"],
+                    extra={"event": "segments_announced"})  # fmt: skip
 
 
 def planner_backend(kind: str, url: str) -> Backend:
@@ -246,7 +288,7 @@ def wrap_train_env(
     if config.reward.model:  # off until the driver hands over a version (trainer/ppo/shaping.py)
         env = reward_model_wrapper(config, env)
     if config.export_every_episodes:
-        exporter = process_exporter(deployment.store_url, deployment.redis_url)
+        exporter = process_exporter(config.run, deployment)
         env = SegmentRecorder(
             env,
             exporter,
@@ -256,7 +298,8 @@ def wrap_train_env(
         )
     if deployment.redis_url:  # the console's live map: every 32nd step, never stalls sampling
         env = PositionPublisherWrapper(
-            env, process_position_publisher(deployment.redis_url), run=config.run,
+            env, process_position_publisher(deployment.redis_url, timeout_s=deployment.redis_timeout_s),
+            run=config.run,
             env_id=f"{os.getpid()}-{index}",
         )  # fmt: skip
     return env

@@ -107,6 +107,9 @@ def read_result(result: dict[str, Any], status: RunStatus) -> None:
         value = _number(runners.get(f"export_segments_{name}"))
         if value is not None:
             status.export[name] = int(value)
+    waited = _number(runners.get("export_wait_seconds"))
+    if waited is not None:
+        status.export_wait_seconds = waited
 
 
 def _number(value: Any) -> float | None:

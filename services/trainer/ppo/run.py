@@ -20,7 +20,7 @@ from trainer.ppo.checkpoints import Checkpoints
 from trainer.ppo.config import TrainConfig, TrainConfigError
 from trainer.ppo.curriculum import run_phase_one
 from trainer.ppo.curve import LearningCurve
-from trainer.ppo.envs import drain_exports
+from trainer.ppo.envs import announce_run_segments, drain_exports
 from trainer.ppo.evaluation import PolicyEvaluator
 from trainer.ppo.iterations import IterationLoop, OnIteration
 from trainer.ppo.preflight import Preflight, preflight
@@ -155,6 +155,7 @@ class TrainingRun:
         resumed_steps = 0
         if checked.resume is not None:
             resumed_steps = checkpoints.restore(algo, checked.resume, self.status, self._curve)
+            announce_run_segments(config, self.deployment, self.status.export)
         elif config.phase in ("robustify", "both"):
             clone_demonstration(algo, config, run_dir)
         shaping = self._shaping(checked)
@@ -165,7 +166,8 @@ class TrainingRun:
         try:
             loop.run(self._stop, on_iteration)
         finally:
-            drain_exports(algo, self.status.export)
+            drain_exports(algo, config, self.status)
+            announce_run_segments(config, self.deployment, self.status.export)
         algo.stop()
         self._curve.write_png(run_dir / "learning_curve.png")
         self.status.state = "stopped" if self._stop.is_set() else "finished"
@@ -175,5 +177,6 @@ class TrainingRun:
         if not self.config.reward.model:
             return None
         return ShapingDriver(self.config.reward.model, checked.store,
-                             redis_url=self.deployment.redis_url, run=self.config.run,
+                             redis_url=self.deployment.redis_url,
+                             redis_timeout_s=self.deployment.redis_timeout_s, run=self.config.run,
                              encoding=self.config.env.observation)  # fmt: skip

@@ -16,7 +16,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from koholint.bus import RedisBus
+from koholint.bus import REDIS_TIMEOUT_SECONDS, RedisBus, connect_redis
 from koholint.env.encoding import encoder_version
 from koholint.env.wrappers import RewardModelWrapper
 from koholint.reward.hotload import LATEST, RewardModelSource
@@ -114,14 +114,13 @@ class ShapingDriver:
         store: ObjectStore,
         *,
         redis_url: str = "",
+        redis_timeout_s: float = REDIS_TIMEOUT_SECONDS,
         run: str = "",
         encoding: str = "observation",
     ) -> None:
         bus = None
         if redis_url and choice == LATEST:
-            import redis
-
-            self._redis = redis.Redis.from_url(redis_url, socket_connect_timeout=3)
+            self._redis = connect_redis(redis_url, timeout_s=redis_timeout_s)
             bus = RedisBus(self._redis)
         self.source = RewardModelSource(store, choice=choice, bus=bus, group=f"trainer-{run}",
                                         consumer=f"driver-{run}",

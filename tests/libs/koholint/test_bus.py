@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from koholint.bus import MAX_MESSAGE_BYTES, BusError, MemoryBus, RedisBus
+from koholint.bus import MAX_MESSAGE_BYTES, BusError, MemoryBus, RedisBus, connect_redis, once_key
 
 RECLAIM_MS = 100
 
@@ -128,3 +128,31 @@ def test_a_consumer_killed_mid_batch_loses_nothing(bus, stream):
     }  # acked ones stay done
     time.sleep(RECLAIM_MS * 2 / 1000)
     assert bus.consume(stream, "evaluator", "survivor") == []
+
+
+def test_publish_once_publishes_a_key_once(bus, stream, redis_client):
+    first = bus.publish_once(stream, "episodes/r/e/00000", segment(0))
+    assert first is not None
+    assert bus.publish_once(stream, "episodes/r/e/00000", segment(0)) is None  # a retry
+    assert bus.publish_once(stream, "episodes/r/e/00001", segment(1)) is not None
+    bus.ensure_group(stream, "evaluator")
+    messages = bus.consume(stream, "evaluator", "judge-1", count=10)
+    assert [m.payload for m in messages] == [segment(0), segment(1)]
+    assert messages[0].id == first
+    with pytest.raises(BusError, match="schema_version"):
+        bus.publish_once(stream, "episodes/r/e/00002", {"keys": []})
+    assert bus.publish_once(stream, "episodes/r/e/00002", segment(2)) is not None  # not marked
+    redis_client.delete(*(once_key(stream, f"episodes/r/e/{i:05d}") for i in range(3)))
+
+
+def test_a_client_gives_up_on_a_stalled_redis_within_its_timeout(tmp_path):
+    import redis
+    from tests.redis_server import private_redis
+
+    with private_redis(tmp_path) as server:
+        client = connect_redis(server.url, timeout_s=0.3)
+        connect_redis(server.url).execute_command("CLIENT", "PAUSE", "2000", "WRITE")
+        started = time.monotonic()
+        with pytest.raises(redis.TimeoutError):
+            RedisBus(client).publish(f"test.{uuid.uuid4().hex}", segment(0))
+        assert time.monotonic() - started < 1.5

@@ -51,9 +51,9 @@ def make_segments(root: Path, run: str = SEGMENT_RUN, episodes: int = EPISODES) 
             _, _, terminated, truncated, _ = env.step(int(rng.integers(env.action_space.n)))
             done = terminated or truncated
     env.close()
-    exporter.close()
-    assert exporter.written
-    assert not exporter.failed
+    counts = exporter.close()
+    assert counts["written"]
+    assert not counts["failed"]
     return segment_prefixes(store, run)
 
 

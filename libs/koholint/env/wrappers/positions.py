@@ -22,7 +22,14 @@ from typing import Any, Protocol, SupportsFloat
 import gymnasium as gym
 import numpy as np
 
-from koholint.bus import POSITIONS_MAX_LENGTH, STREAM_POSITIONS, Bus, RedisBus
+from koholint.bus import (
+    POSITIONS_MAX_LENGTH,
+    REDIS_TIMEOUT_SECONDS,
+    STREAM_POSITIONS,
+    Bus,
+    RedisBus,
+    connect_redis,
+)
 from koholint.env.zelda import progress_level
 from koholint.game.png import encode_png
 from koholint.schemas.positions import (
@@ -252,15 +259,15 @@ _publishers: dict[str, PositionPublisher] = {}
 _publishers_lock = threading.Lock()
 
 
-def process_position_publisher(redis_url: str, stream: str = STREAM_POSITIONS) -> PositionPublisher:
+def process_position_publisher(
+    redis_url: str, stream: str = STREAM_POSITIONS, *, timeout_s: float = REDIS_TIMEOUT_SECONDS
+) -> PositionPublisher:
     """One publisher per process, Redis and stream: the envs of an env runner share its queue
     and thread."""
-    import redis
-
     with _publishers_lock:
         key = f"{redis_url} {stream}"
         if key not in _publishers:
-            client = redis.Redis.from_url(redis_url)
+            client = connect_redis(redis_url, timeout_s=timeout_s)
             _publishers[key] = PositionPublisher(
                 RedisBus(client, max_length=POSITIONS_MAX_LENGTH),
                 frames=RedisFrameChannel(client),

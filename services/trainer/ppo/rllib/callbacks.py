@@ -27,4 +27,5 @@ class KoholintCallbacks(RLlibCallback):
         if metrics_logger is None:
             return
         for name, count in export_counts_since_last_call().items():
-            metrics_logger.log_value(f"export_segments_{name}", count, reduce="lifetime_sum")
+            key = "export_wait_seconds" if name == "wait_seconds" else f"export_segments_{name}"
+            metrics_logger.log_value(key, count, reduce="lifetime_sum")

@@ -16,6 +16,8 @@ from koholint.env.export import (
     ExportQueue,
     Segment,
     SegmentFormatError,
+    announce_stored,
+    announcement,
     read_segment,
 )
 from koholint.env.wrappers import SegmentRecorder
@@ -70,20 +72,42 @@ def test_only_every_nth_episode_is_recorded(tmp_path: Path):
     assert len([k for k in store.list("episodes/r/") if k.endswith("manifest.json")]) == 2
 
 
-def test_a_full_queue_drops_and_counts(tmp_path: Path):
-    class SlowStore(LocalStore):
-        def put(self, key, data, content_type="application/octet-stream"):
-            import time
+class SlowStore(LocalStore):
+    def put(self, key, data, content_type="application/octet-stream"):
+        time.sleep(0.2)
+        return super().put(key, data, content_type)
 
-            time.sleep(0.2)
-            return super().put(key, data, content_type)
 
+def one_step_segment(index: int, run: str = "r") -> Segment:
+    return Segment(run, "e", index, steps=[{"t": 1, "action": 0, "reward": 0.0, "state": {}}])
+
+
+def test_a_full_queue_makes_the_producer_wait_and_loses_nothing(tmp_path: Path):
     exporter = ExportQueue(SlowStore(tmp_path), capacity=1)
-    segment = Segment("r", "e", 0, steps=[{"t": 1, "action": 0, "reward": 0.0, "state": {}}])
-    results = [exporter.offer(segment) for _ in range(5)]
+    assert all(exporter.offer(one_step_segment(index)) for index in range(4))
+    assert exporter.wait_seconds > 0.2  # the wait shows, in place of a drop
+    counts = exporter.close()
+    assert (counts["written"], counts["dropped"], counts["abandoned"]) == (4, 0, 0)
+    assert len([k for k in LocalStore(tmp_path).list() if k.endswith("manifest.json")]) == 4
+
+
+def test_a_queue_full_past_the_wait_drops_and_counts(tmp_path: Path):
+    exporter = ExportQueue(SlowStore(tmp_path), capacity=1, offer_wait_s=0.01)
+    results = [exporter.offer(one_step_segment(index)) for index in range(5)]
     assert results[0] is True
-    assert exporter.dropped >= 3
+    assert exporter.counts["dropped"] >= 3
     exporter.close()
+
+
+def test_closing_counts_what_was_never_written_and_refuses_more(tmp_path: Path):
+    exporter = ExportQueue(SlowStore(tmp_path), capacity=8)
+    for index in range(6):
+        exporter.offer(one_step_segment(index))
+    counts = exporter.close(timeout=0.05)
+    assert counts["written"] + counts["abandoned"] == 6
+    assert counts["abandoned"] >= 3
+    with pytest.raises(RuntimeError, match="closed"):
+        exporter.offer(one_step_segment(9))
 
 
 def test_flush_waits_for_every_queued_segment_or_says_it_timed_out(tmp_path: Path):
@@ -101,10 +125,10 @@ def test_flush_waits_for_every_queued_segment_or_says_it_timed_out(tmp_path: Pat
     started = time.monotonic()
     assert exporter.flush(timeout=0.3) is False  # the store holds every write
     assert 0.3 <= time.monotonic() - started < 2
-    assert exporter.written == 0
+    assert exporter.counts["written"] == 0
     gate.set()
     assert exporter.flush(timeout=30) is True
-    assert exporter.written == 3
+    assert exporter.counts["written"] == 3
     stored = LocalStore(tmp_path).list("episodes/r/")
     assert len([key for key in stored if key.endswith("manifest.json")]) == 3
     exporter.close()
@@ -204,3 +228,72 @@ def test_segments_name_the_encoding_their_observations_are_in(tmp_path: Path, en
         segment = read_segment(store, key.rsplit("/", 1)[0])
         assert segment.manifest["encoder_version"] == encoder_version(encoding)
         assert {len(step["observation"]) for step in segment.steps} == {encoding_size(encoding)}
+
+
+class StallingBus(MemoryBus):
+    """The in-process bus, failing every call while `down` is set, as a stalled Redis does.
+    With `lose_replies`, a publish that went through still raises once: its reply was lost."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.down = threading.Event()
+        self.lose_replies = 0
+        self.attempts = 0
+
+    def publish_once(self, stream, key, payload):
+        self.attempts += 1
+        if self.down.is_set():
+            raise ConnectionError("Redis timed out")
+        published = super().publish_once(stream, key, payload)
+        if self.lose_replies:
+            self.lose_replies -= 1
+            raise TimeoutError("the reply was lost")
+        return published
+
+
+def announced_prefixes(bus: MemoryBus) -> list[str]:
+    bus.ensure_group(STREAM_SEGMENTS, "check")
+    return [m.payload["prefix"] for m in bus.consume(STREAM_SEGMENTS, "check", "c", count=1000)]
+
+
+def test_a_stalled_bus_delays_announcements_and_loses_none(tmp_path: Path):
+    bus = StallingBus()
+    bus.down.set()
+    exporter = ExportQueue(LocalStore(tmp_path), bus=bus, retry_s=0.01, retry_max_s=0.05)
+    for index in range(5):
+        assert exporter.offer(one_step_segment(index))
+    assert exporter.flush(timeout=10, announced=False)  # written while the bus is down
+    assert exporter.unannounced == 5
+    time.sleep(0.2)
+    assert bus.attempts > 2  # it kept trying, backing off
+    bus.down.clear()
+    assert exporter.flush(timeout=10)
+    counts = exporter.close()
+    assert (counts["written"], counts["announced"], counts["unannounced"]) == (5, 5, 0)
+    assert sorted(announced_prefixes(bus)) == [f"episodes/r/e/{i:05d}" for i in range(5)]
+
+
+def test_a_lost_reply_is_retried_without_announcing_twice(tmp_path: Path):
+    bus = StallingBus()
+    bus.lose_replies = 1
+    exporter = ExportQueue(LocalStore(tmp_path), bus=bus, retry_s=0.01)
+    exporter.offer(one_step_segment(0))
+    assert exporter.flush(timeout=10)
+    exporter.close()
+    assert bus.attempts == 2
+    assert announced_prefixes(bus) == ["episodes/r/e/00000"]
+
+
+def test_stored_segments_never_announced_are_announced_once_later(tmp_path: Path):
+    store, bus = LocalStore(tmp_path), StallingBus()
+    bus.down.set()
+    exporter = ExportQueue(store, bus=bus, retry_s=0.01)
+    for index in range(3):
+        exporter.offer(one_step_segment(index))
+    counts = exporter.close(timeout=2)
+    assert (counts["written"], counts["unannounced"]) == (3, 3)
+    bus.down.clear()
+    bus.publish_once(STREAM_SEGMENTS, "episodes/r/e/00000", announcement("episodes/r/e/00000"))
+    assert announce_stored(store, bus, "r") == {"stored": 3, "announced": 2}
+    assert announce_stored(store, bus, "r") == {"stored": 3, "announced": 0}
+    assert sorted(announced_prefixes(bus)) == [f"episodes/r/e/{i:05d}" for i in range(3)]

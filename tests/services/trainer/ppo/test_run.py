@@ -153,15 +153,19 @@ def test_smoke_run_checkpoints_archives_exports_and_resumes(tmp_path: Path, monk
     assert 0 < again.steps_per_second <= upper
 
 
-def test_export_counts_are_reported_as_deltas(tmp_path: Path):
-    from trainer.ppo.envs import export_counts_since_last_call, process_exporter
+def test_export_counts_are_reported_as_deltas_and_the_end_takes_the_totals(tmp_path: Path):
+    from trainer.config import Deployment
+    from trainer.ppo.envs import export_counts_since_last_call, finish_exports, process_exporter
 
     export_counts_since_last_call()  # start from what earlier tests in this process left
-    exporter = process_exporter(str(tmp_path / "store"), "")
-    exporter.dropped += 2  # as if the queue had been full twice
-    assert export_counts_since_last_call() == {"written": 0, "dropped": 2, "failed": 0}
-    assert export_counts_since_last_call() == {"written": 0, "dropped": 0, "failed": 0}
-    exporter.close()
+    exporter = process_exporter("deltas", Deployment(store_url=str(tmp_path / "store")))
+    exporter.counts["dropped"] += 2  # as if the queue had been full twice
+    assert export_counts_since_last_call()["dropped"] == 2
+    assert export_counts_since_last_call()["dropped"] == 0
+    totals = finish_exports(object(), run="deltas")  # the run's end closes and forgets it
+    assert totals["dropped"] == 2
+    assert process_exporter("deltas", Deployment(store_url=str(tmp_path / "store"))) is not exporter
+    finish_exports(object(), run="deltas")
 
 
 def test_a_run_names_itself_without_changing_the_config_it_was_given():
