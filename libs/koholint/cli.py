@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from koholint.explore.command import register as add_explore
+from koholint.fsck import register as add_store
 from koholint.game.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
 
 if TYPE_CHECKING:
@@ -350,6 +351,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_play(commands)
     add_explore(commands)
     _add_service_commands(commands)
+    add_store(commands)
     from koholint.loop import register as add_loop  # the whole loop, through the commands above
 
     add_loop(commands)

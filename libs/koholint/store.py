@@ -10,12 +10,12 @@ corrupt or tampered object is an error, never silent data.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import io
 import json
 import os
 import re
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +27,13 @@ MAX_OBJECT_BYTES = 512 * 1024 * 1024
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,511}$")
 CHECKSUM_METADATA = "sha256"
 CHECK_KEY = "koholint-check/probe"  # written and deleted by check()
+OBJECT_MAGIC = b"koholint-object/1 sha256="
+"""How a LocalStore file starts: then the sha256 (64 hex digits) of the bytes after the line."""
+HEADER_BYTES = len(OBJECT_MAGIC) + 64 + 1
+TEMPORARY_SUFFIX = ".tmp"
+"""Files named `<name>.<pid>-<random>.tmp` are writes in progress, never objects."""
+LEGACY_CHECKSUM_SUFFIX = ".sha256"
+"""The old layout kept an object's bare bytes and its checksum in `<key>.sha256` beside it."""
 
 
 class StoreError(RuntimeError):
@@ -92,11 +99,79 @@ def _check_size(key: str, data: bytes) -> None:
 
 
 def _checksum_file(path: Path) -> Path:
-    return path.with_name(path.name + ".sha256")
+    """The old layout's sidecar: `<key>.sha256` beside the object's bare bytes."""
+    return path.with_name(path.name + LEGACY_CHECKSUM_SUFFIX)
+
+
+def object_header(digest: str) -> bytes:
+    """The line a LocalStore file starts with: the magic, then the sha256 of the bytes after it."""
+    return OBJECT_MAGIC + digest.encode("ascii") + b"\n"
+
+
+def parse_header(head: bytes) -> str | None:
+    """The sha256 a LocalStore file's first HEADER_BYTES name; None for a file without one."""
+    if len(head) != HEADER_BYTES or not head.startswith(OBJECT_MAGIC) or head[-1:] != b"\n":
+        return None
+    digest = head[len(OBJECT_MAGIC) : -1].decode("ascii", errors="replace")
+    return digest if re.fullmatch(r"[0-9a-f]{64}", digest) else None
+
+
+def is_temporary(name: str) -> bool:
+    """Whether a file name is a write in progress (or a failed write's leftover), not an object."""
+    return name.endswith(TEMPORARY_SUFFIX)
+
+
+def _fsync_directory(folder: Path) -> None:
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def _make_folders(folder: Path) -> None:
+    """mkdir -p, each new folder's entry fsync'd in its parent so a power cut keeps it."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for new in reversed(missing):
+        new.mkdir(exist_ok=True)
+        _fsync_directory(new.parent)
+
+
+def _write_file_atomically(path: Path, *chunks: bytes) -> None:
+    """Write a unique temporary file beside `path`, fsync it and move it over `path`.
+
+    Readers and a process killed at any instant see the old file or the new one, never a
+    mix; the temporary name (pid and random) keeps two writers of one key apart, and a
+    failed write removes its temporary file.
+    """
+    temporary = path.with_name(
+        f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}{TEMPORARY_SUFFIX}"
+    )
+    try:
+        with temporary.open("xb") as file:
+            for chunk in chunks:
+                file.write(chunk)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+    _fsync_directory(path.parent)
 
 
 class LocalStore:
-    """Objects as files under a root folder; the checksum sits beside each in `<key>.sha256`."""
+    """Objects as files under a root folder, one file per object: a header line with the
+    sha256 of the bytes, then the bytes (see docs/operations.md, "The store").
+
+    A write replaces the whole file at once (``os.replace``), so the bytes and their checksum
+    change together: a reader, or a writer killed mid-write, never leaves a mismatch. Stores
+    written in the old layout (bare bytes, the checksum in ``<key>.sha256``) read as before;
+    an object moves to the new layout on its next write.
+    """
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
@@ -111,36 +186,51 @@ class LocalStore:
         path = self._path(key)
         digest = hashlib.sha256(data).hexdigest()
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            # The data and its checksum are two files: both change under an exclusive lock
-            # on the checksum file, which readers share, so no reader sees one without the other.
-            with _checksum_file(path).open("a+") as checksum:
-                fcntl.flock(checksum, fcntl.LOCK_EX)
-                temporary = path.with_name(path.name + ".tmp")
-                temporary.write_bytes(data)
-                os.replace(temporary, path)  # readers never see half an object
-                checksum.seek(0)
-                checksum.truncate()
-                checksum.write(digest)
+            _make_folders(path.parent)
+            _write_file_atomically(path, object_header(digest), data)
+            # an old-layout sidecar no longer applies; one left by a crash here is ignored
+            _checksum_file(path).unlink(missing_ok=True)
         except OSError as error:
             raise StoreError(f"{key}: cannot write under {self.root} ({error})") from error
         return ObjectInfo(key, len(data), digest)
 
     def get(self, key: str) -> bytes:
         path = self._path(key)
+        for _ in range(3):
+            head, data, inode = self._read(key, path)
+            digest = parse_header(head)
+            if digest is not None and hashlib.sha256(data).hexdigest() == digest:
+                return data
+            legacy = hashlib.sha256(head)  # the old layout: bare bytes, the checksum beside them
+            legacy.update(data)
+            if self._legacy_checksum(key, path) == legacy.hexdigest():
+                return head + data
+            try:
+                if path.stat().st_ino == inode:
+                    break
+            except FileNotFoundError:
+                break
+            # the file was replaced between our reads (an old-layout object rewritten): again
+        raise ChecksumMismatchError(f"{key}: stored bytes do not match their sha256")
+
+    def _read(self, key: str, path: Path) -> tuple[bytes, bytes, int]:
+        """The file's first HEADER_BYTES, the rest, and its inode, from one open file."""
         try:
-            with _checksum_file(path).open() as checksum:
-                fcntl.flock(checksum, fcntl.LOCK_SH)
-                expected = checksum.read().strip()
-                data = path.read_bytes()
+            with path.open("rb") as file:
+                return file.read(HEADER_BYTES), file.read(), os.fstat(file.fileno()).st_ino
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             # a folder is where keys share a prefix, never an object
             raise ObjectNotFoundError(f"no object {key!r} in {self.root}") from None
         except OSError as error:
             raise StoreError(f"{key}: cannot read under {self.root} ({error})") from error
-        if hashlib.sha256(data).hexdigest() != expected:
-            raise ChecksumMismatchError(f"{key}: stored bytes do not match their sha256")
-        return data
+
+    def _legacy_checksum(self, key: str, path: Path) -> str | None:
+        try:
+            return _checksum_file(path).read_text().strip()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise StoreError(f"{key}: cannot read under {self.root} ({error})") from error
 
     def exists(self, key: str) -> bool:
         return self._path(key).is_file()
@@ -151,7 +241,9 @@ class LocalStore:
         keys = (
             path.relative_to(self.root).as_posix()
             for path in self.root.rglob("*")
-            if path.is_file() and not path.name.endswith((".sha256", ".tmp"))
+            if path.is_file()
+            and not path.name.endswith(LEGACY_CHECKSUM_SUFFIX)
+            and not is_temporary(path.name)
         )
         return sorted(key for key in keys if key.startswith(prefix))
 
@@ -159,10 +251,25 @@ class LocalStore:
         sizes = {}
         for key in self.list(prefix):
             try:
-                sizes[key] = (self.root / key).stat().st_size
+                with (self.root / key).open("rb") as file:
+                    header = parse_header(file.read(HEADER_BYTES))
+                    size = os.fstat(file.fileno()).st_size
             except FileNotFoundError:
                 continue  # deleted since it was listed
+            except OSError as error:
+                raise StoreError(f"{key}: cannot read under {self.root} ({error})") from error
+            sizes[key] = size - HEADER_BYTES if header is not None else size
         return sizes
+
+    def modified(self, prefix: str) -> dict[str, float]:
+        """Key -> when it was last written (POSIX seconds), for every object under `prefix`."""
+        times = {}
+        for key in self.list(prefix):
+            try:
+                times[key] = (self.root / key).stat().st_mtime
+            except FileNotFoundError:
+                continue
+        return times
 
     def delete(self, key: str) -> None:
         path = self._path(key)
@@ -270,6 +377,22 @@ class S3Store:
         except (S3Error, OSError, HTTPError) as error:
             raise StoreError(f"{prefix}: the S3 store failed the listing ({error})") from error
         return {obj.object_name[len(self.prefix) :]: int(obj.size or 0) for obj in objects}
+
+    def modified(self, prefix: str) -> dict[str, float]:
+        """Key -> when it was last written (POSIX seconds), for every object under `prefix`."""
+        from minio.error import S3Error
+
+        try:
+            objects = list(
+                self.client.list_objects(self.bucket, prefix=self.prefix + prefix, recursive=True)
+            )
+        except (S3Error, OSError, HTTPError) as error:
+            raise StoreError(f"{prefix}: the S3 store failed the listing ({error})") from error
+        return {
+            obj.object_name[len(self.prefix) :]: obj.last_modified.timestamp()
+            for obj in objects
+            if obj.last_modified is not None
+        }
 
     def delete(self, key: str) -> None:
         self.client.remove_object(self.bucket, self._name(key))

@@ -52,7 +52,7 @@ def test_a_wrong_checksum_is_refused(tmp_path: Path):
     store = LocalStore(tmp_path)
     card = make_version(store)
     other = make_version(LocalStore(tmp_path / "other"), seed=5)
-    data = (tmp_path / "other" / "reward-models" / other.version / "weights.npz").read_bytes()
+    data = LocalStore(tmp_path / "other").get(f"reward-models/{other.version}/weights.npz")
     store.put(f"reward-models/{card.version}/weights.npz", data)  # valid store object, wrong model
     with pytest.raises(RewardModelError, match="does not match the card's sha256.*retrain"):
         load_version(store, card.version)
