@@ -326,3 +326,98 @@ def test_the_declared_twice_finder_finds_them() -> None:
             "test_the_declared_twice_finder_finds_them.<locals>.Two",
         )]
     }  # fmt: skip
+
+
+LAUNCH_CALLS = {
+    "subprocess": {"run", "Popen", "call", "check_call", "check_output", "getoutput",
+                   "getstatusoutput"},
+    "os": {"system", "popen", "execv", "execve", "execvp", "execvpe", "execl", "execlp",
+           "spawnv", "spawnve", "spawnvp", "spawnl", "posix_spawn", "posix_spawnp"},
+    "asyncio": {"create_subprocess_exec", "create_subprocess_shell"},
+}  # fmt: skip
+"""The calls that start another process, by the module that offers them."""
+
+
+def _names_koholint(node: ast.AST) -> bool:
+    """Whether an expression names a koholint command: the text ``koholint``/``koholint ...``,
+    ``-m koholint...``, or a helper whose name says koholint (``koholint_command(...)``)."""
+    for inner in ast.walk(node):
+        if isinstance(inner, ast.Constant) and isinstance(inner.value, str):
+            text = inner.value.strip()
+            if text == "koholint" or text.startswith(("koholint ", "koholint.", "-m koholint")):
+                return True
+            if text.endswith(("/koholint", "bin/koholint")):
+                return True
+        elif (
+            isinstance(inner, ast.Name)
+            and "koholint" in inner.id.lower()
+            or isinstance(inner, ast.Attribute)
+            and "koholint" in inner.attr.lower()
+        ):
+            return True
+    return False
+
+
+def koholint_launches(source: str) -> list[str]:
+    """Each place `source` starts a ``koholint`` process, as ``line N``: a process-starting
+    call (``subprocess.run``, ``Popen``, ``os.system``, ``asyncio.create_subprocess_exec``,
+    ...; imported by name too) whose arguments name a koholint command, and any command line
+    built as ``[..., "-m", "koholint..."]`` (what a helper hands such a call)."""
+    tree = ast.parse(source)
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and node.module in LAUNCH_CALLS
+        for alias in node.names
+        if alias.name in LAUNCH_CALLS[node.module]
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            function = node.func
+            launches = (
+                isinstance(function, ast.Attribute)
+                and isinstance(function.value, ast.Name)
+                and function.attr in LAUNCH_CALLS.get(function.value.id, ())
+            ) or (isinstance(function, ast.Name) and function.id in imported)
+            arguments = [*node.args, *(keyword.value for keyword in node.keywords)]
+            if launches and any(_names_koholint(argument) for argument in arguments):
+                found.append(f"line {node.lineno}")
+        elif isinstance(node, ast.List | ast.Tuple):
+            texts = [e.value if isinstance(e, ast.Constant) else None for e in node.elts]
+            for flag, module in zip(texts, texts[1:], strict=False):
+                if flag == "-m" and isinstance(module, str) and module.startswith("koholint"):
+                    found.append(f"line {node.lineno}")
+    return sorted(set(found), key=lambda line: int(line.split()[1]))
+
+
+def test_the_library_starts_no_koholint_process() -> None:
+    """The library drives no service: the commands that run services one after another live
+    in the orchestrator (services/orchestrator), above them."""
+    offenders = {
+        name: found
+        for name, path in modules().items()
+        if top(name) == "koholint" and (found := koholint_launches(path.read_text()))
+    }
+    assert not offenders, (
+        f"library modules start koholint processes: {offenders}; run stages from the "
+        "orchestrator (services/orchestrator) or call the service through its client"
+    )
+
+
+def test_the_launch_finder_finds_them() -> None:
+    source = """
+import os, subprocess, sys
+from subprocess import Popen as Start
+
+def koholint(*arguments):
+    return [sys.executable, "-m", "koholint.cli", *arguments]
+
+subprocess.run(koholint("evaluate"), check=False)
+Start(["koholint", "train"])
+os.system("koholint train-reward-model --store runs/store")
+subprocess.run(command, env={"KOHOLINT_EVALUATOR_STATE_STRIDE": "1"})
+subprocess.run([sys.executable, "-c", "print(1)"])
+subprocess.Popen(["sdasgb", "-o", "crt0.s"])
+"""
+    assert koholint_launches(source) == ["line 6", "line 8", "line 9", "line 10"]

@@ -218,7 +218,8 @@ def cmd_schemas_export(args: argparse.Namespace) -> int:
 SERVICE_GROUP = "koholint.services"
 """Entry points naming each service's uvicorn factory (``name = "package.app:main_app"``)."""
 COMMAND_GROUP = "koholint.commands"
-"""Entry points naming functions that add a service's own commands (train, evaluate, ...)."""
+"""Entry points naming functions that add a service's own commands (train, evaluate, ...) and
+the orchestrator's (loop)."""
 
 
 def installed_services() -> dict[str, str]:
@@ -253,7 +254,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def _add_service_commands(commands: argparse._SubParsersAction) -> None:
-    """Commands that services add (``koholint train`` from the trainer, ...)."""
+    """Commands that services and the orchestrator add (``koholint train`` from the trainer,
+    ``koholint loop`` from the orchestrator, ...)."""
     from importlib.metadata import entry_points
 
     for point in sorted(entry_points(group=COMMAND_GROUP), key=lambda point: point.name):
@@ -352,9 +354,6 @@ def build_parser() -> argparse.ArgumentParser:
     add_explore(commands)
     _add_service_commands(commands)
     add_store(commands)
-    from koholint.loop import register as add_loop  # the whole loop, through the commands above
-
-    add_loop(commands)
 
     serve = commands.add_parser("serve", help="run a service over HTTP")
     serve.add_argument("service", help=f"one of: {', '.join(sorted(installed_services()))}")

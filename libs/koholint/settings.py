@@ -101,3 +101,13 @@ class EnvSimClientSettings(BaseModel):
     """env-sim's base URL; empty = not deployed"""
     env_sim_token: SecretStr = Field(SecretStr(""), max_length=4096)
     """env-sim's token (its KOHOLINT_ENV_SIM_TOKEN), sent with every state-changing request"""
+
+
+class RunFolderSettings(BaseModel):
+    """The local folder of a run's files: the trainer's and the loop's, which hands it on."""
+
+    run_dir: str = Field(
+        "runs",
+        max_length=4096,
+        description="local folder for Ray's files, the learning curve and logs (one folder per run)",
+    )

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from koholint.settings import RedisSettings, ServiceSettings, StoreSettings
+from koholint.settings import RedisSettings, RunFolderSettings, ServiceSettings, StoreSettings
 from koholint.web.auth import ControlAccess, is_loopback
 
 __all__ = ["Deployment", "Settings", "is_loopback"]
@@ -19,15 +19,13 @@ __all__ = ["Deployment", "Settings", "is_loopback"]
 PREFIX = "KOHOLINT_TRAINER_"
 
 
-class Deployment(BaseSettings, StoreSettings, RedisSettings):
+class Deployment(BaseSettings, StoreSettings, RedisSettings, RunFolderSettings):
     """Where a run keeps its files and finds its services: the operator's choice."""
 
     model_config = SettingsConfigDict(
         env_prefix=PREFIX, extra="ignore", populate_by_name=True, use_attribute_docstrings=True
     )
 
-    run_dir: str = Field("runs", max_length=4096)
-    """local folder for Ray's files, the learning curve and logs (one folder per run)"""
     ray_address: str = Field(
         "",
         max_length=4096,

@@ -177,7 +177,7 @@ class Archive:
         return record
 
     def relevel(self, levels: dict[Cell, int]) -> dict[str, tuple[str, bool]]:
-        """Give cells new levels (a new level function: ``koholint.explore.judged``): each
+        """Give cells new levels (a new level function: ``orchestrator.judged``): each
         cell's fourth entry becomes its new level; cells that then share a key merge into the
         better record (visits and choices added up). Returns, per old state id, the state id
         that now holds the cell and whether the old record is the one kept (False: merged

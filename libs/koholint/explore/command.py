@@ -20,7 +20,7 @@ from koholint.explore.levels import JUDGES, LEVELS, LevelSpec
 
 if TYPE_CHECKING:
     from koholint.explore.explorer import Progress
-    from koholint.online import Refit
+    from koholint.reward.refit import Refit
 
 SUMMARY_SCHEMA_VERSION = 1
 

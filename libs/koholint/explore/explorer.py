@@ -40,7 +40,7 @@ from koholint.env.encoding import encoder
 from koholint.env.zelda import MILESTONES, ZeldaEnv
 from koholint.explore.archive import Archive, Cell
 from koholint.explore.cells import cell_of
-from koholint.explore.judged import JudgedLevels
+from koholint.explore.judging import JudgedLevels, judged_levels
 from koholint.explore.levels import LevelError, LevelSpec, level_function
 from koholint.explore.runner import (
     ALL_ACTIONS,
@@ -50,7 +50,7 @@ from koholint.explore.runner import (
     RunTask,
     exploration_env,
 )
-from koholint.online import Refit
+from koholint.reward.refit import Refit
 from koholint.schemas.env import MAX_FRAME_SKIP
 
 MAX_WORKERS = 64
@@ -224,7 +224,7 @@ class Explorer:
         return self.judged is not None and self.judged.due(self.env_steps) and not self._done()
 
     def _refit(self) -> None:
-        """A judged round (``koholint.explore.judged``); no batch is in flight."""
+        """A judged round (``koholint.explore.judging``); no batch is in flight."""
         assert self.judged is not None
         refit = self.judged.refit(self.archive, self.env_steps)
         if self.on_refit is not None:
@@ -399,7 +399,7 @@ def _judged_levels(config: ExploreConfig) -> JudgedLevels | None:
         else Path(tempfile.mkdtemp(prefix="koholint-judged-"))
     )
     run = f"explore-s{config.seed}-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}"
-    return JudgedLevels(config.level, run=run, logs=logs, seed=config.seed)
+    return judged_levels(config.level, run=run, logs=logs, seed=config.seed)
 
 
 __all__ = [

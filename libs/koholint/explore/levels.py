@@ -10,7 +10,7 @@ sends restarts to the best level known (``koholint.explore.archive``).
   state's level is the highest its trajectory reached (``LevelSpec.ratchets``), as the
   progress level, which counts what was gained, never falls along the route.
 - ``judges``: the same R_phi, fitted on the explorer's own cells while it explores
-  (``koholint.explore.judged``): every ``refit_every`` env steps the new cells are exported,
+  (``orchestrator.judged``, through ``koholint.explore.judging``): every ``refit_every`` env steps the new cells are exported,
   the judges (``judges``: rules or noisy) compare them and R_phi is refitted into ``store``;
   the archive is re-levelled with each published version (level 0 before the first). With
   ``level_bins`` N the version's R_phi is cut at the archive's own shares instead (N levels of

@@ -170,7 +170,7 @@ class Runner:
             known[cell] = (score, steps)
             state = zelda.gameboy.save_state()
             found = Found(cell, level, len(actions), state, score)
-            if self.encode is not None:  # the judges compare the cells (explore.judged)
+            if self.encode is not None:  # the judges compare the cells (orchestrator.judged)
                 found = replace(found, observation=self.encode(raw).tobytes(),
                                 facts=zelda.structured_state())  # fmt: skip
             report.found.append(found)

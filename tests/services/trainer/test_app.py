@@ -13,9 +13,9 @@ import httpx
 import pytest
 from tests.services.trainer.ppo.test_run import TINY
 
-from koholint.loop import count_segments
 from koholint.store import LocalStore
 from koholint.web.problems import PROBLEM_JSON, ConflictError, UnprocessableError
+from orchestrator.loop import count_segments
 from trainer.app import create_app
 from trainer.config import Settings
 from trainer.ppo.config import TrainConfig

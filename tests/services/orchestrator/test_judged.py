@@ -7,18 +7,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from tests.libs.koholint.explore.test_levels import STD, raw_at, sword_reward_model
 
 from koholint.cli import main
 from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX, encoder_version, encoding_size
 from koholint.env.export import read_segment
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
 from koholint.explore.archive import Archive
-from koholint.explore.judged import CELLS_PER_SEGMENT, JudgedLevels
 from koholint.explore.levels import REWARD_LEVEL_OFFSET, LevelSpec, level_function
 from koholint.reward.model import read_card
 from koholint.store import LocalStore
-
-from .test_levels import STD, raw_at, sword_reward_model
+from orchestrator.judged import CELLS_PER_SEGMENT, JudgedLevels
 
 
 def observe(archive: Archive, cell: tuple, steps: int, state: bytes, visits: int = 1) -> str:

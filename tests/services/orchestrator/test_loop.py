@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from koholint.cli import main
-from koholint.loop import (
+from koholint.store import LocalStore
+from orchestrator.loop import (
     BurstResult,
     LoopError,
     count_segments,
     last_checkpoint,
     print_table,
 )
-from koholint.stages import count_scores
-from koholint.store import LocalStore
+from orchestrator.stages import count_scores
 
 
 def test_counts_and_the_newest_checkpoint_come_from_the_store(tmp_path: Path):
@@ -49,4 +49,4 @@ def test_the_table_shows_shaping_per_step_and_the_version(capsys):
 
 def test_bad_arguments_are_refused(capsys):
     assert main(["loop", "--bursts", "1"]) == 2
-    assert "--bursts must be 2..10" in capsys.readouterr().err
+    assert "--bursts: Input should be greater than or equal to 2" in capsys.readouterr().err

@@ -20,7 +20,8 @@ Every ``refit_every`` env steps (``LevelSpec``) a round runs:
 
 Exploration waits for the round: the benchmark counts env steps, so a seed's result does not
 depend on how busy the machine is. The stages are the commands a user runs, as subprocesses
-(the library never imports a service), so ``KOHOLINT_*`` settings reach them.
+(the orchestrator imports no service), so ``KOHOLINT_*`` settings reach them. Phase 1 finds
+this class through the ``koholint.levels`` entry point (``koholint.explore.judging``).
 """
 
 from __future__ import annotations
@@ -38,9 +39,10 @@ from koholint.env.encoding import encoding_size
 from koholint.env.export import Segment, write_segment
 from koholint.explore.archive import Archive
 from koholint.explore.levels import LevelSpec, reward_model_level
-from koholint.online import Refit, read_status
-from koholint.stages import koholint as koholint_command
+from koholint.reward.refit import Refit
 from koholint.store import open_store
+from orchestrator.online import read_status
+from orchestrator.stages import koholint as koholint_command
 
 CELLS_PER_SEGMENT = 32
 """cells per exported segment: the reward model holds out whole segments, so a round of a few

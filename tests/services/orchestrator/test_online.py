@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-import koholint.online as online
-from koholint.online import OnlineLoop, OnlineLoopError, OnlinePlan
+import orchestrator.online as online
 from koholint.store import LocalStore
+from orchestrator.online import OnlineLoop, OnlineLoopError, OnlinePlan
 
 STATUS = {"state": "published", "detail": "x", "version": "rm-20261123-000000-abcdef",
           "pairs": 12, "heldout_accuracy": 0.75, "seconds": 0.1}  # fmt: skip

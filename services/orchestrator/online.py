@@ -7,7 +7,7 @@
       the trainer hot-loads each published version between iterations (koholint.reward.hotload)
     when the run ends, a refit still under way is stopped.
 
-Every stage is the command a user runs, as a subprocess (the library never imports a
+Every stage is the command a user runs, as a subprocess (the orchestrator imports no
 service), so ``KOHOLINT_*`` settings (an S3 store, Redis, the judges' backend) reach them
 all. A refit round starts when the trainer's ledger has a checkpoint the last round had not
 seen; rounds never overlap (one that is still running when a checkpoint arrives is followed
@@ -24,12 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from koholint.stages import count_scores
-from koholint.stages import koholint as koholint_command
+from koholint.reward.refit import Refit
 from koholint.store import ObjectNotFoundError, ObjectStore, open_store
+from orchestrator.config import Settings
+from orchestrator.stages import count_scores
+from orchestrator.stages import koholint as koholint_command
 
 POLL_SECONDS = 1.0
 STOP_GRACE_SECONDS = 60.0
+DEFAULTS = Settings.model_construct()
+"""The loop's settings' defaults (a plan made in code starts from them)."""
 REFIT_ROW = "{:<7}{:>10}{:>10}{:>9}{:>8}{:>10}  {}"
 
 
@@ -43,32 +47,15 @@ class OnlinePlan:
     steps: int
     store_url: str
     run_dir: str
-    seed: int = 0
-    mode: str = "potential"
-    """how the trainer uses R_phi: potential or bonus (its reward.mode)"""
-    refit_every: int = 5
+    seed: int = DEFAULTS.seed
+    mode: str = ""
+    """how the trainer uses R_phi: potential or bonus (its reward.mode; empty: the trainer's)"""
+    refit_every: int = DEFAULTS.refit_every
     """training iterations between refits (the trainer's checkpoint_every_iterations)"""
-    export_every: int = 1
+    export_every: int = DEFAULTS.export_every
     """every N-th episode of an env is exported for the judges"""
     train_flags: list[str] = field(default_factory=list)
     evaluate_flags: list[str] = field(default_factory=list)
-
-
-@dataclass
-class Refit:
-    """One round: the judges, then R_phi, started when the run had `step` env steps."""
-
-    round: int
-    step: int
-    ended_step: int | None = None
-    """the run's env steps (newest checkpoint) when the round ended: R_phi shapes from there"""
-    scored: int = 0
-    state: str = "running"
-    """published, refused or stopped (the run ended first)"""
-    version: str = ""
-    pairs: int = 0
-    accuracy: float | None = None
-    detail: str = ""
 
 
 @dataclass
@@ -133,14 +120,15 @@ class OnlineLoop:
         return koholint_command(
             "train", "--run", plan.run, "--steps", str(plan.steps), "--store", plan.store_url,
             "--run-dir", plan.run_dir, "--seed", str(plan.seed), "--reward-model", "latest",
-            "--reward-mode", plan.mode, "--export-every-episodes", str(plan.export_every),
+            *(["--reward-mode", plan.mode] if plan.mode else []),
+            "--export-every-episodes", str(plan.export_every),
             "--checkpoint-every-iterations", str(plan.refit_every), *plan.train_flags,
         )  # fmt: skip
 
     def run(self) -> OnlineResult:
         trainer = Stage("train", self.train_command(), self.logs / "online-train.log")
-        print(f"online loop: {self.plan.run} ({self.plan.mode}), trainer log {trainer.log}",
-              flush=True)  # fmt: skip
+        mode = self.plan.mode or "the trainer's reward mode"
+        print(f"online loop: {self.plan.run} ({mode}), trainer log {trainer.log}", flush=True)
         try:
             while trainer.poll() is None:
                 self.tick()

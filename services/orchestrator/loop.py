@@ -1,5 +1,5 @@
 """``koholint loop``: the whole system's loop on one machine, burst after burst (or, with
-``--online``, while one run trains: ``koholint.online``).
+``--online``, while one run trains: ``orchestrator.online``).
 
     burst 1: koholint train (export every episode)  -> segments in the store
              koholint evaluate (the judges)          -> score records
@@ -7,7 +7,7 @@
     burst 2: koholint train --resume <burst 1's last checkpoint> --reward-model <version>
              ... and so on for --bursts N; then a table comparing the bursts.
 
-Each stage is the same command a user runs (a subprocess: the library never imports a
+Each stage is the same command a user runs (a subprocess: the orchestrator imports no
 service), so the loop takes the same code paths as the fleet. With no settings it runs on the
 embedded defaults (a local store folder, no bus, the rules judges); the ``KOHOLINT_*``
 settings in the environment (an S3 store, Redis, llm-d judges) reach every stage unchanged.
@@ -17,20 +17,17 @@ card, the checkpoint ledgers.
 
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from koholint.reward.model import RewardModelError, latest_version, read_card
-from koholint.stages import count_scores, koholint
 from koholint.store import ObjectNotFoundError, ObjectStore, open_store
+from orchestrator.stages import count_scores, koholint
 
-MAX_BURSTS = 10
 TABLE_ROW = "{:<8}{:>9}{:>10}{:>8}{:>8}{:>7}{:>10}{:>13}  {}"
 
 
@@ -62,8 +59,9 @@ class LoopPlan:
     store_url: str
     run_dir: str
     seed: int
-    shaping_scale: float
-    train_flags: list[str]
+    shaping_scale: float | None = None
+    """Phi = scale * R_phi in the shaped bursts (None: the trainer's reward.shaping_scale)"""
+    train_flags: list[str] = field(default_factory=list)
 
     def run_name(self, burst: int) -> str:
         return f"{self.name}-b{burst}"
@@ -96,7 +94,9 @@ def train_burst(plan: LoopPlan, burst: int, resume: str, version: str) -> None:
     if resume:
         command += ["--resume", resume]
     if version:
-        command += ["--reward-model", version, "--shaping-scale", str(plan.shaping_scale)]
+        command += ["--reward-model", version]
+        if plan.shaping_scale is not None:
+            command += ["--shaping-scale", str(plan.shaping_scale)]
     run_stage(plan, f"burst{burst}-train", command)
 
 
@@ -191,83 +191,3 @@ def print_table(results: list[BurstResult]) -> None:
 
 def _shown(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
-
-
-def cmd_loop(args: argparse.Namespace) -> int:
-    if args.online:
-        return cmd_online(args)
-    if not 2 <= args.bursts <= MAX_BURSTS or args.steps_per_burst < 1:
-        print(
-            f"koholint loop: --bursts must be 2..{MAX_BURSTS}, --steps-per-burst >= 1",
-            file=sys.stderr,
-        )
-        return 2
-    plan = LoopPlan(
-        name=args.name or time.strftime("loop-%Y%m%d-%H%M%S"), bursts=args.bursts,
-        steps_per_burst=args.steps_per_burst, store_url=args.store, run_dir=args.run_dir,
-        seed=args.seed, shaping_scale=args.shaping_scale, train_flags=list(args.train_flag or []),
-    )  # fmt: skip
-    try:
-        results = run_loop(plan)
-    except LoopError as error:
-        print(f"koholint loop: {error}", file=sys.stderr)
-        return 1
-    print_table(results)
-    return 0
-
-
-def cmd_online(args: argparse.Namespace) -> int:
-    """--online: one run, judged and refitted while it trains (koholint.online)."""
-    from koholint.online import OnlineLoop, OnlineLoopError, OnlinePlan, print_online
-
-    if args.steps < 1 or args.refit_every < 1:
-        print("koholint loop --online: --steps and --refit-every must be >= 1", file=sys.stderr)
-        return 2
-    train_flags = list(args.train_flag or [])
-    train_flags += [f"--shaping-scale={args.shaping_scale}",
-                    f"--reward-bonus-coefficient={args.bonus_coefficient}"]  # fmt: skip
-    plan = OnlinePlan(
-        run=args.name or time.strftime("online-%Y%m%d-%H%M%S"), steps=args.steps,
-        store_url=args.store, run_dir=args.run_dir, seed=args.seed, mode=args.mode,
-        refit_every=args.refit_every, export_every=args.export_every, train_flags=train_flags,
-        evaluate_flags=list(args.evaluate_flag or []),
-    )  # fmt: skip
-    try:
-        result = OnlineLoop(plan).run()
-    except OnlineLoopError as error:
-        print(f"koholint loop --online: {error}", file=sys.stderr)
-        return 1
-    print_online(result)
-    return 0
-
-
-def register(commands: argparse._SubParsersAction) -> None:
-    loop = commands.add_parser(
-        "loop", help="train, evaluate, fit the reward model, train again with shaping; compare"
-    )
-    loop.add_argument("--bursts", type=int, default=2, help="training bursts (default 2)")
-    loop.add_argument("--steps-per-burst", type=int, default=4096, help="env steps per burst")
-    loop.add_argument("--store", default="runs/store", help="object store URL (default runs/store)")
-    loop.add_argument("--run-dir", default="runs", help="local folder for logs (default runs)")
-    loop.add_argument("--name", default="", help="runs are <name>-b1, <name>-b2, ...")
-    loop.add_argument("--seed", type=int, default=0)
-    loop.add_argument("--shaping-scale", type=float, default=0.1, help="Phi = scale * R_phi")
-    loop.add_argument("--train-flag", action="append", metavar="FLAG",
-                      help="extra flag for every `koholint train` (repeatable), e.g. --train-flag=--workers=0")  # fmt: skip
-    online = loop.add_argument_group(
-        "online", "--online: one run trains while its segments are judged and R_phi refitted"
-    )
-    online.add_argument("--online", action="store_true",
-                        help="one run; the judges and the reward model work beside it")  # fmt: skip
-    online.add_argument("--steps", type=int, default=20_480, help="the run's env steps")
-    online.add_argument("--mode", choices=("potential", "bonus"), default="potential",
-                        help="how the trainer uses R_phi (its reward.mode)")  # fmt: skip
-    online.add_argument("--refit-every", type=int, default=5,
-                        help="training iterations between refits (default 5)")  # fmt: skip
-    online.add_argument("--export-every", type=int, default=1,
-                        help="every N-th episode of an env is exported for the judges")  # fmt: skip
-    online.add_argument("--bonus-coefficient", type=float, default=0.2,
-                        help="bonus mode: the weight of the standardised R_phi")  # fmt: skip
-    online.add_argument("--evaluate-flag", action="append", metavar="FLAG",
-                        help="extra flag for every `koholint evaluate` (repeatable)")  # fmt: skip
-    loop.set_defaults(handler=cmd_loop)

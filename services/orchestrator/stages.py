@@ -1,5 +1,6 @@
-"""The fleet's commands as stages of a loop: each runs as a subprocess (the library never
-imports a service), and what it left in the object store is counted from there."""
+"""The fleet's commands as stages of a loop: each runs as a subprocess, the same command a
+user runs (found through the entry points, so the orchestrator imports no service), and what it
+left in the object store is counted from there."""
 
 from __future__ import annotations
 
