@@ -26,6 +26,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 
+from evaluator.config import Settings
 from evaluator.judges import fleiss_kappa, make_judges
 from evaluator.scoring import Evaluator
 from koholint.bus import MemoryBus
@@ -151,7 +152,8 @@ def main() -> int:
           f"(one env, every episode recorded): {export_rate:.2f} segments/s")  # fmt: skip
 
     def rules(seed: int) -> Evaluator:
-        return Evaluator(store, MemoryBus(), make_judges("rules"), samples=args.samples, seed=seed)
+        settings = Settings(samples=args.samples, seed=seed)
+        return Evaluator(store, MemoryBus(), make_judges("rules"), settings)
 
     result = bench(rules(0), prefixes, batch_size=16)
     rules_rate = float(result["segments_per_s"])  # type: ignore[arg-type]
@@ -171,8 +173,8 @@ def main() -> int:
 
         def local(seed: int) -> Evaluator:
             judges = make_judges("local", base_url=url, timeout_s=300)
-            return Evaluator(store, MemoryBus(), judges, samples=args.local_samples, seed=seed,
-                             in_flight_per_route=1)  # fmt: skip
+            settings = Settings(samples=args.local_samples, seed=seed, in_flight_per_route=1)
+            return Evaluator(store, MemoryBus(), judges, settings)
 
         local_result = bench(local(0), subset, batch_size=len(subset))
         local_p50 = latency_p50(local, subset[:2])

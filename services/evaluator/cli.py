@@ -1,4 +1,9 @@
-"""`koholint evaluate`: score a run's stored segments (added to the CLI through an entry point)."""
+"""`koholint evaluate`: score a run's stored segments (added to the CLI through an entry point).
+
+Its flags are derived from the service's settings (evaluator/config.py, ``koholint.flags``): a
+field's docstring is its help, a flag beats the field's environment variable
+(``KOHOLINT_EVALUATOR_<FIELD>``), which beats the default.
+"""
 
 from __future__ import annotations
 
@@ -9,25 +14,37 @@ import time
 from collections import Counter
 from typing import Any
 
-from koholint.schemas.evaluator import JUDGE_BACKENDS, JUDGES, LABELS, STATE_QUESTIONS
+from pydantic import ValidationError
+
+# At import, not inside register(): without the evaluator's dependencies this module fails to
+# load, and the CLI lists `evaluate` as not installed.
+from evaluator.config import Settings
+from koholint.flags import add_setting_flags, fields_of, flag_errors, setting_values
+from koholint.schemas.evaluator import JUDGES, LABELS
+from koholint.settings import ConsumerSettings, ServiceSettings
+from koholint.web.auth import ControlAccess
+
+SERVER_ONLY = fields_of(ServiceSettings, ConsumerSettings, ControlAccess) | {
+    "consumer", "unavailable_pause_s", "max_job_segments", "max_running_jobs", "max_jobs_kept",
+}  # fmt: skip
+"""The settings of the server (its scaffold, its stream consumer, its jobs API) that a one-shot
+command does not read."""
+SHORT_FLAGS = {"store_url": ["--store"]}
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Score every stored segment of a run; progress bar, then a summary table."""
-    from evaluator.config import Settings
     from evaluator.jobs import evaluate_all, run_prefixes
     from evaluator.metrics import Metrics
     from evaluator.service import EvaluatorService
     from koholint.schemas.evaluator import EvaluationStatus
 
-    overrides = {
-        name: value
-        for name, value in vars(args).items()
-        if name in EVALUATE_FLAGS and value is not None
-    }
     try:
-        settings = Settings(consume=False, **overrides)
+        settings = Settings(**{**setting_values(args), "consume": False})
         service = EvaluatorService(settings, Metrics())
+    except ValidationError as error:
+        print(f"koholint evaluate: {flag_errors(error)}", file=sys.stderr)
+        return 2
     except ValueError as error:
         print(f"koholint evaluate: {error}", file=sys.stderr)
         return 2
@@ -94,38 +111,15 @@ def _accuracy_table(records: list[Any]) -> None:
             print(f"{judge:<14}{pairs:>9}{share:>10}{f'{excluded}/{len(entries)}':>12}")
 
 
-EVALUATE_FLAGS = (
-    "backend",
-    "store_url",
-    "llm_base_url",
-    "samples",
-    "redis_url",
-    "batch_size",
-    "noisy_accuracy",
-    "state_question",
-)
-
-
 def register(commands: argparse._SubParsersAction) -> None:
     """Add `koholint evaluate` (found through the koholint.commands entry point)."""
     evaluate = commands.add_parser(
-        "evaluate", help="score a run's stored segments with the judge ensemble"
+        "evaluate",
+        help="score a run's stored segments with the judge ensemble",
+        description="Every setting: --flag > environment variable > default.",
     )
     evaluate.add_argument("--run", required=True, help="the run whose segments to score")
-    evaluate.add_argument("--backend", choices=JUDGE_BACKENDS,
-                          help="judges: rules (default, no server), noisy (the rules right with "
-                               "probability --noisy-accuracy), local (llm-local), llm-d")  # fmt: skip
-    evaluate.add_argument("--noisy-accuracy", type=float,
-                          help="noisy backend: probability an answer is right (default 0.8)")  # fmt: skip
-    evaluate.add_argument("--state-question", choices=STATE_QUESTIONS,
-                          help="what makes a compared state further along: its progress level, "
-                               "rooms reached breaking ties (progress+rooms, default), or the "
-                               "level alone (progress)")  # fmt: skip
-    evaluate.add_argument(
-        "--store", dest="store_url", help="object store URL (path, file://, s3://)"
-    )
-    evaluate.add_argument("--llm-base-url", help="llm-d gateway or llm-local base URL")
-    evaluate.add_argument("--samples", type=int, help="M: answers per judge (default 3)")
-    evaluate.add_argument("--redis-url", help="publish koholint.scores events to this Redis")
-    evaluate.add_argument("--batch-size", type=int, help="segments scored together (default 16)")
+    group = evaluate.add_argument_group("settings (the evaluator service's)")
+    secrets = add_setting_flags(group, Settings, short_flags=SHORT_FLAGS, skip=SERVER_ONLY)
+    group.description = f"secrets from the environment only: {', '.join(secrets)}"
     evaluate.set_defaults(handler=cmd_evaluate)

@@ -17,6 +17,11 @@ from koholint.settings import (
 )
 from koholint.web.auth import ControlAccess
 
+RULES_STATE_PAIRS = 16_384
+"""state pairs per batch for the rules and noisy judges (state_pairs 0): cheap to ask"""
+LLM_STATE_PAIRS = 256
+"""state pairs per batch for a language model's judges (state_pairs 0): a request each"""
+
 
 class Settings(
     ServiceSettings,
@@ -59,15 +64,18 @@ class Settings(
     )
     state_pairs: int = Field(
         0, ge=0, le=1_000_000,
-        description="state pairs compared per batch and run; 0: 16384 for rules/noisy, 256 for LLMs",
+        description=f"state pairs compared per batch and run; 0: {RULES_STATE_PAIRS} for "
+        f"rules/noisy, {LLM_STATE_PAIRS} for LLMs",
     )  # fmt: skip
     min_measured_pairs: int = Field(
         MIN_MEASURED_PAIRS, ge=1, le=1_000_000,
         description="pairs with a truth a judge must decide before it can lose its vote",
     )  # fmt: skip
 
-    def comparisons_per_batch(self) -> int:
-        """`state_pairs`, or the backend's default: cheap for the rules, a request each for LLMs."""
+    def comparisons_per_batch(self, backend: str | None = None) -> int:
+        """`state_pairs`, or the default of `backend` (this one's when None): cheap for the
+        rules, a request each for LLMs."""
         if self.state_pairs:
             return self.state_pairs
-        return 16_384 if self.backend in ("rules", "noisy") else 256
+        backend = self.backend if backend is None else backend
+        return RULES_STATE_PAIRS if backend in ("rules", "noisy") else LLM_STATE_PAIRS

@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import Any, Literal
 
 from evaluator.comparisons import ComparisonResult, compare_states
+from evaluator.config import Settings
 from evaluator.judges import (
     PROMPT_HASH,
     JudgeBackend,
@@ -44,8 +45,8 @@ from evaluator.segments import (
     load_segment,
     parse_prefix,
 )
-from koholint.bus import STREAM_SCORES, Bus
-from koholint.reward.truth import MIN_MEASURED_PAIRS, StateQuestion
+from koholint.bus import Bus
+from koholint.reward.truth import StateQuestion
 from koholint.schemas.evaluator import (
     JUDGE_ROUTES,
     JUDGES,
@@ -119,35 +120,26 @@ class Evaluator:
         store: ObjectStore,
         bus: Bus,
         judges: JudgeBackend,
+        settings: Settings | None = None,
         *,
-        samples: int = 3,
-        seed: int = 0,
-        in_flight_per_route: int = 4,
-        scores_stream: str = STREAM_SCORES,
-        max_key_frames: int = 6,
-        max_steps: int = 4096,
-        max_bytes: int = 64 * 1024 * 1024,
         metrics: Metrics | None = None,
-        state_stride: int = 16,
-        state_pairs: int = 4096,
-        min_measured_pairs: int = MIN_MEASURED_PAIRS,
     ) -> None:
-        self.store, self.bus, self.judges = store, bus, judges
+        """`settings`: the service's (samples, seeds, limits, streams, state comparisons; its
+        defaults when None); the judges are built from them (``service.judges_from``) or given."""
+        settings = Settings() if settings is None else settings
+        self.store, self.bus, self.judges, self.settings = store, bus, judges, settings
         self.config = JudgeConfig(
-            judges.name, judges.models(), samples, seed, judges.state_question
+            judges.name, judges.models(), settings.samples, settings.seed, judges.state_question
         )
         self.scores = ScoreStore(store)
-        self.scores_stream = scores_stream
-        self.limits = {
-            "max_key_frames": max_key_frames,
-            "max_steps": max_steps,
-            "max_bytes": max_bytes,
-            "state_stride": state_stride,
-        }
-        self.state_pairs, self.min_measured_pairs = state_pairs, min_measured_pairs
+        self.scores_stream = settings.scores_stream
+        self.state_pairs = settings.comparisons_per_batch(judges.name)
+        self.min_measured_pairs = settings.min_measured_pairs
         self.metrics = metrics or Metrics()
         self._pools = {
-            route: ThreadPoolExecutor(in_flight_per_route, thread_name_prefix=f"judge-{route}")
+            route: ThreadPoolExecutor(
+                settings.in_flight_per_route, thread_name_prefix=f"judge-{route}"
+            )
             for route in set(JUDGE_ROUTES.values())
         }
 
@@ -178,7 +170,7 @@ class Evaluator:
             ref = parse_prefix(prefix)
             if self.scores.scored_in(ref, self.config.hash) is not None:
                 return PrefixResult(ref.prefix, "already_scored"), None
-            segment = load_segment(self.store, ref.prefix, **self.limits)
+            segment = load_segment(self.store, ref.prefix, self.settings)
         except SegmentRejectedError as error:
             return PrefixResult(prefix, "rejected", str(error)), None
         except StoreError as error:

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from evaluator.config import Settings
 from koholint.game.ram import InventoryItem
 from koholint.reward.truth import sample_states
 from koholint.schemas.evaluator import SEGMENT_PREFIX_PATTERN, SegmentFacts, StateFacts
@@ -87,21 +88,21 @@ def parse_prefix(prefix: str) -> SegmentRef:
 def load_segment(
     store: ObjectStore,
     prefix: str,
-    *,
-    max_key_frames: int = 6,
-    max_steps: int = 4096,
-    max_bytes: int = 64 * 1024 * 1024,
-    state_stride: int = 16,
+    settings: Settings | None = None,
 ) -> LoadedSegment:
-    """The verified segment, or SegmentRejectedError naming why it cannot be scored.
+    """The verified segment, or SegmentRejectedError naming why it cannot be scored, within
+    the limits of `settings` (its defaults when None: max_key_frames, max_segment_steps,
+    max_segment_bytes, state_stride).
 
     Whatever in the segment's files fails to read (a step without ``t``, a string where a
     number belongs, nesting too deep for the parser, a name that is no file) is the segment's
     rejection; only a StoreError that is not about the segment's objects escapes (try later).
     """
     ref = parse_prefix(prefix)
+    limits = Settings() if settings is None else settings
     try:
-        return _load(store, ref, max_key_frames, max_steps, max_bytes, state_stride)
+        return _load(store, ref, limits.max_key_frames, limits.max_segment_steps,
+                     limits.max_segment_bytes, limits.state_stride)  # fmt: skip
     except (SegmentRejectedError, StoreError):
         raise
     except Exception as error:  # anything else the files made the reader do is their fault

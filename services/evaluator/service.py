@@ -57,14 +57,8 @@ class EvaluatorService:
         self.store = store or open_store(settings.store_url)
         self.bus = bus or open_bus(settings)
         self.evaluator = Evaluator(
-            self.store, self.bus, judges or judges_from(settings), samples=settings.samples,
-            seed=settings.seed, in_flight_per_route=settings.in_flight_per_route,
-            scores_stream=settings.scores_stream, max_key_frames=settings.max_key_frames,
-            max_steps=settings.max_segment_steps, max_bytes=settings.max_segment_bytes,
-            metrics=metrics, state_stride=settings.state_stride,
-            state_pairs=settings.comparisons_per_batch(),
-            min_measured_pairs=settings.min_measured_pairs,
-        )  # fmt: skip
+            self.store, self.bus, judges or judges_from(settings), settings, metrics=metrics
+        )
         self.ingestor = Ingestor(
             self.bus, self.evaluator, stream=settings.segments_stream, group=settings.group,
             consumer=settings.consumer or f"{socket.gethostname()}-{os.getpid()}",

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Annotated
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field
 from torch import nn
 
 from koholint.reward.model import RewardFunction, merge_ensemble
+from reward_model.config import FitConfig
 from reward_model.preferences import Preference, ScoredSegment
 
 
@@ -30,38 +29,6 @@ class TrainingError(ValueError):
     def __init__(self, message: str, reason: str = "too_few_pairs") -> None:
         super().__init__(message)
         self.reason = reason
-
-
-class FitConfig(BaseModel):
-    """How R_phi is fitted; the reward-model service's settings carry these fields."""
-
-    model_config = ConfigDict(use_attribute_docstrings=True)
-
-    hidden_sizes: list[Annotated[int, Field(ge=1, le=4096)]] = Field(
-        default_factory=lambda: [64, 64], min_length=1, max_length=8
-    )
-    """R_phi's hidden layers (ReLU)"""
-    learning_rate: float = Field(3e-3, gt=0, le=1)
-    """Adam step size"""
-    weight_decay: float = Field(1e-2, ge=0, le=1)
-    """L2 on the weights: with a few hundred segments over 128 inputs, R_phi overfits without it"""
-    max_steps: int = Field(400, ge=1, le=100_000)
-    """full-batch Adam steps at most"""
-    evaluate_every: int = Field(5, ge=1, le=100_000)
-    """steps between held-out evaluations"""
-    patience: int = Field(8, ge=1, le=1000)
-    """evaluations without a better held-out loss before stopping"""
-    heldout_fraction: float = Field(0.2, gt=0, lt=1)
-    """share of the segments held out: pairs touching them measure accuracy and stop early"""
-    seed: int = Field(0, ge=0, le=2**31 - 1)
-    """seeds the held-out split and the network's initial weights"""
-    tie_weight: float = Field(0.0, ge=0, le=10)
-    """weight of the tie pairs (states every voting judge called the same) in the loss: each
-    pulls its two states' R_phi together, -(log sigma(d) + log sigma(-d)) / 2, least at d = 0;
-    0 leaves ties out (at most as many tie pairs as decided ones are used)"""
-    ensemble_size: int = Field(3, ge=1, le=16)
-    """R_phi members trained from seeds seed, seed+1, ... on the same split and averaged; their
-    disagreement on held-out states is reported"""
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ import pytest
 from tests.services.evaluator.conftest import segment_prefixes
 
 from evaluator.comparisons import ensemble_preference, plan_pairs
+from evaluator.config import Settings
 from evaluator.judges import NoisyJudges, RulesJudges
 from evaluator.metrics import Metrics
 from evaluator.scoring import Evaluator
@@ -45,11 +46,14 @@ def progress_segments(store: LocalStore) -> list[str]:
     return prefixes
 
 
-def evaluate(store: LocalStore, judges, **options) -> tuple[Evaluator, MemoryBus, list]:
+def evaluate(
+    store: LocalStore, judges, pairs: int | None = None, **options
+) -> tuple[Evaluator, MemoryBus, list]:
     bus = MemoryBus()
-    evaluator = Evaluator(
-        store, bus, judges, samples=3, state_stride=4, metrics=Metrics(), **options
-    )
+    settings = Settings(samples=3, state_stride=4, **options)
+    evaluator = Evaluator(store, bus, judges, settings, metrics=Metrics())
+    if pairs is not None:  # a setting cannot turn the comparisons off; a test can
+        evaluator.state_pairs = pairs
     report = evaluator.evaluate(progress_segments(store))
     assert {result.outcome for result in report.results} == {"scored"}
     return evaluator, bus, [result.record for result in report.results]
@@ -179,7 +183,7 @@ def test_a_judge_answering_at_random_gets_no_vote_and_the_ensemble_follows_the_o
 
 
 def test_no_comparisons_when_asked_for_none(local_store):
-    _, bus, records = evaluate(local_store, RulesJudges(), state_pairs=0)
+    _, bus, records = evaluate(local_store, RulesJudges(), pairs=0)
     assert {r.comparisons_key for r in records} == {None}
     assert records[0].judge_accuracy == []
     assert [r.schema_version for r in records] == [2] * SEGMENTS

@@ -13,6 +13,7 @@ import pytest
 from tests.conftest import ServedApp
 from tests.services.evaluator.conftest import segment_prefixes
 
+from evaluator.config import Settings as EvaluatorSettings
 from evaluator.judges import make_judges
 from evaluator.scoring import Evaluator
 from koholint.bus import MemoryBus
@@ -39,7 +40,9 @@ def llm_local_url() -> Iterator[str]:
 
 def test_local_backend_scores_a_segment_with_smollm2(llm_local_url: str, local_store: LocalStore):
     judges = make_judges("local", base_url=llm_local_url, max_tokens=256, timeout_s=300)
-    evaluator = Evaluator(local_store, MemoryBus(), judges, samples=1, in_flight_per_route=1)
+    evaluator = Evaluator(
+        local_store, MemoryBus(), judges, EvaluatorSettings(samples=1, in_flight_per_route=1)
+    )
     try:
         report = evaluator.evaluate(segment_prefixes(local_store, "run-eval")[:1])
     finally:

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from tests.services.evaluator.conftest import segment_prefixes, verdict
 
+from evaluator.config import Settings
 from evaluator.judges import make_judges
 from evaluator.scoring import Evaluator
 from koholint.bus import MemoryBus
@@ -27,9 +28,11 @@ def evaluator_for(
 ) -> Evaluator:
     judges = make_judges("llm-d", base_url=url, models=MODELS, attempts=attempts, timeout_s=10)
     # These tests count the requests of segment scores: no state comparisons (test_comparisons).
-    return Evaluator(
-        store, bus, judges, samples=samples, seed=100, in_flight_per_route=2, state_pairs=0
+    evaluator = Evaluator(
+        store, bus, judges, Settings(samples=samples, seed=100, in_flight_per_route=2)
     )
+    evaluator.state_pairs = 0  # a setting cannot turn the comparisons off; a test can
+    return evaluator
 
 
 def test_three_samples_per_judge_vote_and_the_ensemble_follows_the_majority(
