@@ -121,31 +121,13 @@ def is_temporary(name: str) -> bool:
     return name.endswith(TEMPORARY_SUFFIX)
 
 
-def _fsync_directory(folder: Path) -> None:
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _make_folders(folder: Path) -> None:
-    """mkdir -p, each new folder's entry fsync'd in its parent so a power cut keeps it."""
-    missing = []
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for new in reversed(missing):
-        new.mkdir(exist_ok=True)
-        _fsync_directory(new.parent)
-
-
 def _write_file_atomically(path: Path, *chunks: bytes) -> None:
-    """Write a unique temporary file beside `path`, fsync it and move it over `path`.
+    """Write a unique temporary file beside `path` and move it over `path`.
 
     Readers and a process killed at any instant see the old file or the new one, never a
     mix; the temporary name (pid and random) keeps two writers of one key apart, and a
-    failed write removes its temporary file.
+    failed write removes its temporary file. No fsync: a kill leaves the page cache to the
+    kernel, and an fsync per object made a segment's 256 frames 14x slower to write.
     """
     temporary = path.with_name(
         f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}{TEMPORARY_SUFFIX}"
@@ -154,13 +136,10 @@ def _write_file_atomically(path: Path, *chunks: bytes) -> None:
         with temporary.open("xb") as file:
             for chunk in chunks:
                 file.write(chunk)
-            file.flush()
-            os.fsync(file.fileno())
         os.replace(temporary, path)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    _fsync_directory(path.parent)
 
 
 class LocalStore:
@@ -186,7 +165,7 @@ class LocalStore:
         path = self._path(key)
         digest = hashlib.sha256(data).hexdigest()
         try:
-            _make_folders(path.parent)
+            path.parent.mkdir(parents=True, exist_ok=True)
             _write_file_atomically(path, object_header(digest), data)
             # an old-layout sidecar no longer applies; one left by a crash here is ignored
             _checksum_file(path).unlink(missing_ok=True)

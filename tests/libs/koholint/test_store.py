@@ -221,10 +221,10 @@ def test_a_failed_write_leaves_the_old_object_and_no_temporary_file(tmp_path: Pa
     store = LocalStore(tmp_path)
     store.put("runs/x/ledger.json", b"old")
 
-    def full_disk(descriptor: int) -> None:
+    def full_disk(source: object, target: object) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "fsync", full_disk)
+    monkeypatch.setattr(os, "replace", full_disk)
     with pytest.raises(StoreError, match="cannot write.*No space left"):
         store.put("runs/x/ledger.json", b"new")
     monkeypatch.undo()
