@@ -233,11 +233,71 @@ def _summary(args: argparse.Namespace, report: FsckReport) -> str:
     return line
 
 
+def cmd_announce(args: argparse.Namespace) -> int:
+    """Announce every stored segment of a run whose notice never reached the stream."""
+    from pydantic import ValidationError
+
+    from koholint.bus import RedisBus, connect_redis
+    from koholint.env.export import announce_stored
+    from koholint.flags import flag_errors, setting_values
+
+    try:
+        settings = AnnounceSettings(**setting_values(args))
+    except ValidationError as error:
+        print(f"koholint store announce: {flag_errors(error)}", file=sys.stderr)
+        return 2
+    if not (settings.run and settings.redis_url):
+        print("koholint store announce: name the run (--run) and the Redis that carries the "
+              "stream (--redis-url or KOHOLINT_REDIS_URL)", file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        bus = RedisBus(connect_redis(settings.redis_url, timeout_s=settings.redis_timeout_s))
+        found = announce_stored(open_store(settings.store_url), bus, settings.run)
+    except Exception as error:  # the store or Redis unreachable: say which, exit non-zero
+        print(f"koholint store announce: {type(error).__name__}: {error}", file=sys.stderr)
+        return 2
+    print(f"run {settings.run}: {found['stored']} segments stored, {found['announced']} "
+          "announced now (the rest were on the stream already)")  # fmt: skip
+    return 0
+
+
+def _announce_settings() -> type:
+    from pydantic import Field
+    from pydantic_settings import BaseSettings, SettingsConfigDict
+
+    from koholint.settings import RedisSettings, StoreSettings
+
+    class Settings(BaseSettings, StoreSettings, RedisSettings):
+        """Where a run's segments are stored and announced."""
+
+        model_config = SettingsConfigDict(
+            env_prefix="KOHOLINT_", extra="ignore", use_attribute_docstrings=True
+        )
+        run: str = Field("", pattern=r"^([A-Za-z0-9][A-Za-z0-9._-]{0,127})?$")
+        """the run whose stored segments to announce (episodes/<run>/); required"""
+
+    return Settings
+
+
+AnnounceSettings = _announce_settings()
+
+
 def register(commands: argparse._SubParsersAction) -> None:
+    from koholint.flags import add_setting_flags
     from koholint.settings import StoreSettings
 
     store = commands.add_parser("store", help="the object store")
-    fsck_command = store.add_subparsers(dest="store_command", required=True).add_parser(
+    store_commands = store.add_subparsers(dest="store_command", required=True)
+    announce = store_commands.add_parser(
+        "announce",
+        help="announce a run's stored segments whose notice never reached koholint.segments",
+        description="The store is the record, the stream the notice: segments written while "
+        "Redis was down, restarted or flushed are announced once (never twice: a segment "
+        "already on the stream is left alone).",
+    )
+    add_setting_flags(announce, AnnounceSettings)
+    announce.set_defaults(handler=cmd_announce)
+    fsck_command = store_commands.add_parser(
         "fsck",
         help="find (and with --repair remove) what failed writes left in the store",
         description=__doc__,

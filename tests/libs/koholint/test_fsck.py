@@ -170,3 +170,32 @@ def test_orphan_segments_in_s3_are_found_through_the_store_and_removed(s3_store:
         f"{COMPLETE}/{name}"
         for name in ("frames/000001.png", "frames/000002.png", "manifest.json", "ram.jsonl")
     )
+
+
+def test_store_announce_announces_what_never_reached_the_stream_once(tmp_path: Path, capsys):
+    import json
+
+    from tests.redis_server import private_redis
+
+    from koholint.bus import STREAM_SEGMENTS, RedisBus, connect_redis
+    from koholint.env.export import announcement
+
+    store = LocalStore(tmp_path / "store")
+    for index in range(3):
+        store.put(f"episodes/r/e/{index:05d}/manifest.json", b"{}")
+    store.put("episodes/r/e/00003/ram.jsonl", b"")  # no manifest: not a segment yet
+    with private_redis(tmp_path) as server:
+        RedisBus(connect_redis(server.url)).publish_once(
+            STREAM_SEGMENTS, "episodes/r/e/00000", announcement("episodes/r/e/00000")
+        )
+        command = ["store", "announce", "--run", "r", "--store-url", str(tmp_path / "store"),
+                   "--redis-url", server.url]  # fmt: skip
+        assert main(command) == 0
+        assert "3 segments stored, 2 announced now" in capsys.readouterr().out
+        assert main(command) == 0
+        assert "0 announced now" in capsys.readouterr().out
+        entries = connect_redis(server.url).xrange(STREAM_SEGMENTS)
+    prefixes = [json.loads(fields[b"payload"])["prefix"] for _, fields in entries]
+    assert sorted(prefixes) == [f"episodes/r/e/{index:05d}" for index in range(3)]
+    assert main(["store", "announce", "--run", "r"]) == 2  # no Redis named
+    assert "--redis-url" in capsys.readouterr().err
