@@ -28,6 +28,7 @@ from koholint.game.ram import RamAddress
 from koholint.game.rom import TITLE_START, bundled_cartridge, header_checksum
 from koholint.game.savestate import SaveStateRomMismatchError
 from koholint.game.state import GameState
+from koholint.game.walkthrough import load_walkthrough
 from koholint.game.states import UnknownStateError, load_named_state
 
 ROLLOUT = """
@@ -113,7 +114,8 @@ def test_the_memory_observations_append_the_rooms_flags_to_the_frame(encoding, s
     first_memory = both[OBSERVATION_SIZE:]
     policy = WalkthroughPolicy()
     policy.reset(plain, 0)
-    for _ in range(700):  # out of the village and to the sword chest: room flags are set
+    # Out of the village and to the sword chest: room flags are set.
+    for _ in range(load_walkthrough().mark_frame("sword_obtained")):
         action = policy.act(frame, info)
         frame, _, _, _, info = plain.step(action)
         both, *_ = memory.step(action)
