@@ -56,8 +56,8 @@ ROBUSTIFY: dict[str, Any] = {
     # its episode length over this script's EPISODE, without its cloning (a row of its own)
     # and its evaluations (this script plays the checkpoints)
     "phase": "robustify", "env": {"max_episode_steps": PHASE_TWO_RECIPE["env"]["max_episode_steps"]},
-    "curriculum": {"clone_epochs": 0,
-                   "trajectory": "benchmarks/results/win/explore-seed0-health-short.actions"},
+    "curriculum": {"trajectory": "benchmarks/results/win/explore-seed0-health-short.actions"},
+    "imitation": {"clone_epochs": 0, "teachers": [], "corrections": 0},
     "evaluation": {"every_env_steps": 0, "stop_at_win_rate": 0.0},
     "checkpoint_every_iterations": PHASE_TWO_RECIPE["checkpoint_every_iterations"],
 }  # fmt: skip
@@ -86,13 +86,14 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
     # of the route taught at once, before the curriculum teaches them one after another
     "robustify+clone": {
         **ROBUSTIFY,
-        "curriculum": {**ROBUSTIFY["curriculum"], "clone_epochs": 400},
+        "imitation": {**ROBUSTIFY["imitation"], "clone_epochs": 400},
     },
     # + episodes that fall behind the demonstration's pace end (curriculum.deadlines): the
     # steps a lost episode burns at the frontier go to new attempts
     "robustify+clone+deadlines": {
         **ROBUSTIFY,
-        "curriculum": {**ROBUSTIFY["curriculum"], "clone_epochs": 400, "deadlines": True},
+        "curriculum": {**ROBUSTIFY["curriculum"], "deadlines": True},
+        "imitation": {**ROBUSTIFY["imitation"], "clone_epochs": 400},
     },
 }
 WINDOW = 100

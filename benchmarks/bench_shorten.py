@@ -15,7 +15,7 @@ import argparse
 import time
 from pathlib import Path
 
-from koholint.explore.shorten import Shortened, WinCheck, shorten, winner
+from koholint.teachers.shorten import Shortened, WinCheck, shorten, winner
 
 WIN = Path(__file__).parent / "results" / "win"
 

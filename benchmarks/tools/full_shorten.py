@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from koholint.explore.shorten import shorten, winner
+from koholint.teachers.shorten import shorten, winner
 
 
 def main(source: Path, out: Path, budget: int, fights: bool) -> None:

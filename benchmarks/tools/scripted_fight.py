@@ -1,4 +1,4 @@
-"""The scripted fighter (koholint.explore.fights.fight_action, without the walk to the key)
+"""The scripted fighter (koholint.teachers.fights.fight_action, without the walk to the key)
 from a healed demo state, under sticky actions: does chase-and-swing clear the room?
 
     .venv/bin/python benchmarks/tools/scripted_fight.py WIN.actions STEP EPISODES [STICKY]
@@ -12,9 +12,9 @@ import numpy as np
 from koholint.env.encoding import SLOT_INDEX
 from koholint.env.zelda import ZeldaEnv
 from koholint.explore.curriculum import demo_states
-from koholint.explore.fights import fight_action
 from koholint.explore.runner import exploration_env
 from koholint.schemas.env import Action
+from koholint.teachers.fights import fight_action
 
 MAX_STEPS = 600
 

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from koholint.explore.shorten import shorten, winner
+from koholint.teachers.shorten import shorten, winner
 
 actions = Path(sys.argv[1]).read_bytes()
 check = winner(budget=None)

@@ -13,7 +13,7 @@ import numpy as np
 from koholint.env.encoding import SLOT_INDEX
 from koholint.env.zelda import EnvConfig
 from koholint.explore.demo import demo_transitions
-from koholint.explore.walks import PROGRESS_SLOTS, demo_exits, walk_steps, walk_transitions
+from koholint.teachers.walks import PROGRESS_SLOTS, demo_exits, walk_steps, walk_transitions
 
 
 def main(path: Path, episodes: int) -> None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from koholint.explore.command import register as add_explore
 from koholint.fsck import register as add_store
 from koholint.game.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
+from koholint.teachers import shorten_win
 
 if TYPE_CHECKING:
     from koholint.baselines.episode import PlayedEpisode
@@ -351,7 +352,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="koholint", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     _add_play(commands)
-    add_explore(commands)
+    add_explore(commands, shorten=shorten_win)
     _add_service_commands(commands)
     add_store(commands)
 

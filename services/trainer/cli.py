@@ -70,9 +70,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     log = Path(deployment.run_dir).resolve() / run.config.run / "ray-driver.log"
     try:
         with stderr_to(log), _stop_on_interrupt(run):
-            total = (
-                config.explore_env_steps if config.phase == "explore" else config.total_env_steps
-            )
+            explore_only = config.phase == "explore"
+            total = config.explore.max_env_steps if explore_only else config.total_env_steps
             status = run.run(on_iteration=_progress(total))
     except KeyboardInterrupt:
         print(f"\nkoholint train: aborted; the last checkpoint stands (details: {log})",

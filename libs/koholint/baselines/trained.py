@@ -32,6 +32,7 @@ import numpy as np
 
 from koholint import ENV_ID
 from koholint.baselines.episode import PlayedEpisode
+from koholint.baselines.settings import MAX_WORKERS
 from koholint.env.encoding import ENCODINGS, encoder_version, encoding_size
 from koholint.env.zelda import Action, EnvConfig, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.states import STATE_NAMES
@@ -50,7 +51,6 @@ PLAY_PLANNERS = ("rules", "off")
 MAX_LAYERS = 16
 MAX_WIDTH = 4096
 MAX_TRAJECTORY_ACTIONS = 1_000_000
-MAX_WORKERS = 64
 GIF_EVERY = 3
 """An exported episode keeps every third screen (the phase-1 GIF's rate)."""
 Z_95 = 1.959963984540054
@@ -373,8 +373,7 @@ def play_env(
     policy: TrainedPolicy, settings: PlaySettings, start: StartSpec
 ) -> gym.Env[np.ndarray, Any]:
     """The env as the policy trained in, with the start and any setting overridden."""
-    from koholint.env.wrappers import PlannerControlWrapper
-    from koholint.planning.backends import RulesBackend
+    from koholint.env.factory import make_env
 
     overrides: dict[str, Any] = {"start_state": start.state, "info_state": False}
     if settings.sticky is not None:
@@ -383,12 +382,9 @@ def play_env(
         overrides["max_episode_steps"] = settings.max_steps
     try:
         config = EnvConfig.parse({**policy.env, **overrides})
-        env: gym.Env[np.ndarray, Any] = ZeldaEnv(config)
     except EnvConfigError as error:
         raise PolicyFileError(f"play settings: {error}") from None
-    if play_planner(policy, settings) == "rules":
-        env = PlannerControlWrapper(env, RulesBackend())
-    return env
+    return make_env(config, planner=play_planner(policy, settings))
 
 
 def play_planner(policy: TrainedPolicy, settings: PlaySettings) -> str:

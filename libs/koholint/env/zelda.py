@@ -38,6 +38,9 @@ ACTION_BUTTONS = (
     Button.A, Button.B, Button.START, Button.SELECT,
 )  # fmt: skip
 DIRECTION_ACTIONS = frozenset({Action.UP, Action.DOWN, Action.LEFT, Action.RIGHT})
+BUTTON_ACTIONS = {button: Action(index) for index, button in enumerate(ACTION_BUTTONS) if button}
+"""The action that presses each button (none presses Button.NONE: what standing still means
+is the caller's)."""
 REWARD_COMPONENTS = (
     "new_room",
     "item",

@@ -31,7 +31,7 @@ _STEADY_MOTION = frozenset({int(MotionState.NORMAL)})
 NO_BLOCK = 0xFF
 LOOP_TILE = 8
 """pixels per tile of the cells the shortening compares: a loop must return to one, a
-shortcut's walk must reach one (koholint.explore.shorten, koholint.explore.shortcuts)"""
+shortcut's walk must reach one (koholint.teachers.shorten, koholint.teachers.shortcuts)"""
 
 
 def room_detail(raw: RawState) -> tuple[int, int]:

@@ -3,7 +3,9 @@
 Writes into ``--out``: ``win.actions`` (the actions, one byte each), ``win.jsonl`` (the same
 as a trajectory with a RAM hash per step: ``koholint replay`` checks it),
 ``summary.json`` (env steps to the win and to each milestone, cells, seconds) and, with
-``--shorten``, ``win-short.actions`` (``koholint.explore.shorten``).
+``--shorten`` (on), ``win-short.actions``. Its flags, their help and the variables
+``KOHOLINT_EXPLORE_<FIELD>`` are derived from ``ExploreCommandSettings`` (``koholint.flags``):
+phase 1's own settings are ``ExploreSettings``, the trainer's ``explore`` group.
 """
 
 from __future__ import annotations
@@ -12,78 +14,91 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
-from koholint.explore.levels import JUDGES, LEVELS, LevelSpec
+from pydantic import Field, StrictBool, ValidationError
+
+from koholint.explore.levels import LevelName, LevelSpec
+from koholint.explore.settings import ExploreSettings
+from koholint.flags import add_setting_flags, environment_values, flag_errors, setting_values
+from koholint.schemas.fields import JsonFloat, JsonInt
 
 if TYPE_CHECKING:
     from koholint.explore.explorer import Progress
     from koholint.reward.refit import Refit
 
 SUMMARY_SCHEMA_VERSION = 1
+_LEVEL = LevelSpec()
+JUDGED_ONLY = ("level_encoding", "level_bins", "judges_question", "judges_tie_weight")
+"""settings of the ``judges`` level alone"""
+
+Shortener = Callable[[bytes, str | None, ExploreSettings], bytes]
+"""The winning actions, their start state and the settings -> the shortened win."""
 
 
-def register(commands: argparse._SubParsersAction) -> None:
+class ExploreCommandSettings(ExploreSettings):
+    """Phase 1's settings, and where, with what seed, workers and level ``koholint explore``
+    runs it."""
+
+    seed: JsonInt = Field(0, ge=0, le=2**63 - 1)
+    """seeds cell selection and the workers' random actions"""
+    workers: JsonInt = Field(default_factory=lambda: os.cpu_count() or 1, ge=1, le=64)
+    """worker processes (one per core); 1 runs in this process"""
+    start: Literal["start_of_play", "power_on"] = "start_of_play"
+    """where the trajectory starts"""
+    out: str = Field("runs/explore", min_length=1)
+    """folder for the win and the summary"""
+    quiet: StrictBool = False
+    """no progress lines"""
+    level: LevelName = _LEVEL.level
+    """how far along a state is: the hand-written progress level, none, the judges' R_phi
+    (--reward-model), or an R_phi the judges fit on the explorer's own cells as it goes
+    (judges)"""
+    reward_model: str = _LEVEL.reward_model
+    """--level reward-model: the R_phi version to use"""
+    store: str = _LEVEL.store
+    """--level reward-model: the store URL that holds the version; judges: where the cells,
+    scores and versions go"""
+    level_step: JsonFloat = _LEVEL.level_step
+    """R_phi levels: standard deviations of R_phi per level"""
+    refit_every: JsonInt = _LEVEL.refit_every
+    """--level judges: env steps between refit rounds"""
+    judges: str = _LEVEL.judges
+    """--level judges: the evaluator's backend that compares the cells (rules, noisy)"""
+    noisy_accuracy: JsonFloat = _LEVEL.noisy_accuracy
+    """--judges noisy: the probability each answer is right"""
+    level_encoding: str = _LEVEL.encoding
+    """--level judges: what R_phi reads of a state: observation (what the policy sees) or
+    memory (that and how many rooms carry each room flag: visited, solved, opened)"""
+    level_bins: JsonInt = _LEVEL.level_bins
+    """--level judges: 0 cuts R_phi in --level-step steps; N cuts it at each refit into N
+    levels holding equal shares of the archive's cells (restarts go to its best 1/N)"""
+    judges_question: str = _LEVEL.question
+    """--level judges: what makes a cell's state further along for the judges:
+    progress+rooms (the progress level, rooms reached breaking ties) or progress (the level
+    alone)"""
+    judges_tie_weight: JsonFloat = _LEVEL.tie_weight
+    """--level judges: how hard R_phi is pulled to one value on cells the judges called the
+    same (0 leaves ties out)"""
+
+    def level_spec(self) -> LevelSpec:
+        return LevelSpec(self.level, self.reward_model, self.store, self.level_step,
+                         self.refit_every, self.judges, self.noisy_accuracy, self.level_encoding,
+                         self.level_bins, self.judges_question, self.judges_tie_weight)  # fmt: skip
+
+
+def register(commands: argparse._SubParsersAction, shorten: Shortener) -> None:
+    """Add ``koholint explore``; `shorten` makes ``--shorten`` (the caller's: Go-Explore
+    knows no shortening)."""
     explore = commands.add_parser(
-        "explore", help="Go-Explore phase 1: explore without a policy until the game is won"
-    )
-    explore.add_argument("--seed", type=int, default=0, help="seed of the exploration (default 0)")
-    explore.add_argument("--workers", type=int, default=os.cpu_count() or 1,
-                         help="worker processes (default: one per core)")  # fmt: skip
-    explore.add_argument("--max-env-steps", type=int, default=2_000_000,
-                         help="step budget over all workers (default 2000000)")  # fmt: skip
-    explore.add_argument("--start", choices=("start_of_play", "power_on"), default="start_of_play",
-                         help="where the trajectory starts")  # fmt: skip
-    explore.add_argument("--out", default="runs/explore", help="folder for the win and summary")
-    explore.add_argument("--prefer-health", action="store_true",
-                         help="per cell, keep the state with the most hearts before the fastest")  # fmt: skip
-    explore.add_argument("--shorten", action="store_true",
-                         help="also write win-short.actions: the win without the runs of actions "
-                              "it did not need (a cleaner demonstration for robustify)")  # fmt: skip
-    defaults = LevelSpec()
-    explore.add_argument("--level", choices=LEVELS, default=defaults.level,
-                         help="how far along a state is: the hand-written progress level "
-                              "(default), none, the judges' R_phi (--reward-model), or an R_phi "
-                              "the judges fit on the explorer's own cells as it goes (judges)")  # fmt: skip
-    explore.add_argument("--reward-model", default="",
-                         help="--level reward-model: the R_phi version to use")  # fmt: skip
-    explore.add_argument("--store", default="",
-                         help="--level reward-model: the store URL that holds the version; "
-                              "judges: where the cells, scores and versions go")  # fmt: skip
-    explore.add_argument("--level-step", type=float, default=defaults.level_step,
-                         help="R_phi levels: standard deviations of R_phi per level")  # fmt: skip
-    explore.add_argument("--refit-every", type=int, default=defaults.refit_every,
-                         help="--level judges: env steps between refit rounds")  # fmt: skip
-    explore.add_argument("--judges", choices=JUDGES, default=defaults.judges,
-                         help="--level judges: the evaluator's backend that compares the cells")  # fmt: skip
-    explore.add_argument("--noisy-accuracy", type=float, default=defaults.noisy_accuracy,
-                         help="--judges noisy: the probability each answer is right")  # fmt: skip
-    explore.add_argument("--level-encoding", default=None,
-                         help="--level judges: what R_phi reads of a state: observation "
-                              "(what the policy sees) or memory (that and how many "
-                              f"rooms carry each room flag: visited, solved, opened; default "
-                              f"{defaults.encoding})")  # fmt: skip
-    explore.add_argument("--level-bins", type=int, default=None,
-                         help="--level judges: 0 cuts R_phi in --level-step steps; N cuts it "
-                              "at each refit into N levels holding equal shares of the "
-                              f"archive's cells (restarts go to its best 1/N; default "
-                              f"{defaults.level_bins})")  # fmt: skip
-    explore.add_argument("--judges-question", default=None,
-                         help="--level judges: what makes a cell's state further along for the "
-                              "judges: progress+rooms (the progress level, rooms reached "
-                              "breaking ties) or progress (the level alone); default "
-                              f"{defaults.question}")  # fmt: skip
-    explore.add_argument("--judges-tie-weight", type=float, default=None,
-                         help="--level judges: how hard R_phi is pulled to one value on cells "
-                              "the judges called the same (0 leaves ties out; default "
-                              f"{defaults.tie_weight:g})")  # fmt: skip
-    explore.add_argument("--level-base", type=float, default=None,
-                         help="each level below the best known divides a cell's restart weight "
-                              "by this (default 1000: restarts go to the best level)")  # fmt: skip
-    explore.add_argument("--quiet", action="store_true", help="no progress lines")
-    explore.set_defaults(handler=cmd_explore)
+        "explore", help="Go-Explore phase 1: explore without a policy until the game is won",
+        description="Every setting: --flag > environment variable > default.",
+    )  # fmt: skip
+    add_setting_flags(explore, ExploreCommandSettings)
+    explore.set_defaults(handler=cmd_explore, shorten_win=shorten)
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
@@ -93,47 +108,39 @@ def cmd_explore(args: argparse.Namespace) -> int:
     from koholint.reward.model import RewardModelError
     from koholint.store import StoreError
 
-    start = None if args.start == "power_on" else args.start
-    judged_only = [flag for flag, value in (("--level-encoding", args.level_encoding),
-                                            ("--level-bins", args.level_bins),
-                                            ("--judges-question", args.judges_question),
-                                            ("--judges-tie-weight", args.judges_tie_weight))
-                   if value is not None]  # fmt: skip
-    if judged_only and args.level != "judges":
+    given = {**environment_values(ExploreCommandSettings, os.environ), **setting_values(args)}
+    try:
+        settings = ExploreCommandSettings(**given)
+    except ValidationError as error:
+        print(f"koholint explore: {flag_errors(error)}", file=sys.stderr)
+        return 2
+    judged_only = ["--" + name.replace("_", "-") for name in JUDGED_ONLY if name in given]
+    if judged_only and settings.level != "judges":
         print(f"koholint explore: {' and '.join(judged_only)} set how the judges fit R_phi as "
               f"they explore: add --level judges (a reward-model version reads the encoding its "
               f"card names, in --level-step steps)", file=sys.stderr)  # fmt: skip
         return 2
-    defaults = LevelSpec()
-    encoding = defaults.encoding if args.level_encoding is None else args.level_encoding
-    bins = defaults.level_bins if args.level_bins is None else args.level_bins
-    question = defaults.question if args.judges_question is None else args.judges_question
-    ties = defaults.tie_weight if args.judges_tie_weight is None else args.judges_tie_weight
-    config = ExploreConfig(
-        start_state=start, seed=args.seed, workers=args.workers,
-        max_env_steps=args.max_env_steps, prefer_health=args.prefer_health,
-        level=LevelSpec(args.level, args.reward_model, args.store, args.level_step,
-                        args.refit_every, args.judges, args.noisy_accuracy, encoding, bins,
-                        question, ties),
-        logs_dir=str(Path(args.out) / "judged"),
-        level_base=ExploreConfig.level_base if args.level_base is None else args.level_base,
-    )  # fmt: skip
+    start = None if settings.start == "power_on" else settings.start
+    config = ExploreConfig.of(settings, start_state=start, seed=settings.seed,
+                              workers=settings.workers, level=settings.level_spec(),
+                              logs_dir=str(Path(settings.out) / "judged"))  # fmt: skip
     try:
         config.validate()
         level_function(config.level)  # a missing or unusable R_phi version is said here
     except (ExploreConfigError, RewardModelError, StoreError) as error:
         print(f"koholint explore: {error}", file=sys.stderr)
         return 2
-    printer = _ProgressPrinter(every=50_000, quiet=args.quiet)
-    result = explore(config, printer, None if args.quiet else _print_refit)
-    out = Path(args.out)
+    printer = _ProgressPrinter(every=50_000, quiet=settings.quiet)
+    result = explore(config, printer, None if settings.quiet else _print_refit)
+    out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
     summary = {
-        "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": args.seed,
-        "workers": args.workers, "start": args.start, "level": args.level,
-        "level_encoding": encoding, "level_bins": bins, "judges_question": question,
-        "judges_tie_weight": ties,
-        "reward_model": args.reward_model or None, "env_steps": result.env_steps,
+        "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": settings.seed,
+        "workers": settings.workers, "start": settings.start, "level": settings.level,
+        "level_encoding": settings.level_encoding, "level_bins": settings.level_bins,
+        "judges_question": settings.judges_question,
+        "judges_tie_weight": settings.judges_tie_weight,
+        "reward_model": settings.reward_model or None, "env_steps": result.env_steps,
         "milestones": result.milestones, "cells": result.cells, "top_level": result.top_level,
         "seconds": round(result.seconds, 1),
         "trajectory_steps": len(result.trajectory) if result.trajectory else None,
@@ -143,10 +150,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
         (out / "win.actions").write_bytes(result.trajectory)
         check = write_trajectory(result.trajectory, out / "win.jsonl", start_state=start)
         summary["replay_wins"] = check.won
-        if args.shorten:
-            from koholint.explore.shorten import shorten, winner
-
-            short = shorten(result.trajectory, winner(start)).actions
+        if settings.shorten:
+            short = args.shorten_win(result.trajectory, start, settings)
             (out / "win-short.actions").write_bytes(short)
             summary["shortened_steps"] = len(short)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

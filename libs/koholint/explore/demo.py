@@ -7,9 +7,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from koholint.env.wrappers import PlannerControlWrapper
-from koholint.env.zelda import EnvConfig, ZeldaEnv
-from koholint.planning.backends import RulesBackend
+from koholint.env.factory import make_env
+from koholint.env.zelda import EnvConfig
 
 
 @dataclass(frozen=True)
@@ -30,7 +29,7 @@ def demo_transitions(actions: bytes, env_config: EnvConfig) -> DemoTransitions:
         start_state="start_of_play", sticky_action_probability=0.0, latch_steps=1,
         cartridge_seed=0, info_state=False, max_episode_steps=2 * len(actions) + 2,
     )  # fmt: skip
-    env = PlannerControlWrapper(ZeldaEnv(config), RulesBackend())
+    env = make_env(config, planner="rules")
     observations, rewards = [], []
     terminated = False
     try:

@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from multiprocessing import get_context
 from multiprocessing.util import Finalize
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from koholint.env.encoding import encoder
 from koholint.env.zelda import MILESTONES, ZeldaEnv
@@ -50,12 +52,12 @@ from koholint.explore.runner import (
     RunTask,
     exploration_env,
 )
+from koholint.explore.settings import ExploreSettings
 from koholint.reward.refit import Refit
 from koholint.schemas.env import MAX_FRAME_SKIP
 
 MAX_WORKERS = 64
-MAX_ENV_STEPS = 1_000_000_000
-MAX_RUN_STEPS = 10_000
+_DEFAULTS = ExploreSettings()
 
 
 class ExploreConfigError(ValueError):
@@ -64,45 +66,41 @@ class ExploreConfigError(ValueError):
 
 @dataclass
 class ExploreConfig:
-    """Settings of phase 1 (``koholint explore`` takes the same as flags)."""
+    """A phase-1 run: its settings (``ExploreSettings``, declared there with their defaults
+    and bounds) and where, with what seed and how many workers it runs."""
 
     start_state: str | None = "start_of_play"
     """where every trajectory starts: 'start_of_play' or None (power-on)"""
     seed: int = 0
     """seeds cell selection and the workers' random actions"""
-    max_env_steps: int = 2_000_000
-    """the step budget over all workers; the loop stops early at the first win"""
+    max_env_steps: int = _DEFAULTS.max_env_steps
     workers: int = 1
     """worker processes (one per core); 1 runs in this process"""
-    run_steps: int = 100
-    """steps per exploration run from a restored cell (Go-Explore: 100)"""
-    runs_per_batch: int = 8
-    """runs sent to a worker at once (fewer round trips)"""
-    repeat_probability: float = 0.9
-    """chance that each step repeats the previous action (a step is 4 frames; 0.9 walks
-    about 2.5 tiles in one direction on average)"""
-    tile_bin: int = 16
-    """side of a cell's position bin in pixels (16 = one tile)"""
-    level_base: float = 1000.0
-    """each progress level below the best known divides a cell's selection weight by this:
-    on this route every level gained is a step forward, so restarts go to the new level"""
-    count_power: float = 1.0
-    """exponent of the archive's count terms, 1 / (1 + chosen) ** p: 1 (rather than
-    Go-Explore's 0.5) stops the oldest cells of a level from taking most restarts"""
+    run_steps: int = _DEFAULTS.run_steps
+    runs_per_batch: int = _DEFAULTS.runs_per_batch
+    repeat_probability: float = _DEFAULTS.repeat_probability
+    tile_bin: int = _DEFAULTS.tile_bin
+    level_base: float = _DEFAULTS.level_base
+    count_power: float = _DEFAULTS.count_power
     frame_skip: int = 4
     """frames per step, as the environment the policy will play"""
     planner: bool = True
     """hybrid control with the rules planner: its macros play dialogs and the block puzzle
     where the policy switch fires (the trained policy gets the same)"""
     stop_at_win: bool = True
-    prefer_health: bool = False
-    """keep, per cell, the state with the most whole hearts before the fastest one: slower
-    trajectories, but ones that do not cross a fight at half a heart (phase 2's demo)"""
+    prefer_health: bool = _DEFAULTS.prefer_health
     level: LevelSpec = field(default_factory=LevelSpec)
     """how far along a state is: the hand-written progress level, none, or the judges' R_phi
     (``koholint.explore.levels``), fitted beforehand or on the explorer's own cells (judges)"""
     logs_dir: str = ""
     """``judges`` level: where the refit rounds' logs go (default: a new temporary folder)"""
+
+    @classmethod
+    def of(cls, settings: ExploreSettings, **run: Any) -> ExploreConfig:
+        """A run of `settings` (the shortening's are the caller's), with `run`'s start, seed,
+        workers, level, ..."""
+        explored = {name: getattr(settings, name) for name in _EXPLORED}
+        return cls(**explored, **run)
 
     def validate(self) -> None:
         if self.start_state not in ("start_of_play", None):
@@ -111,28 +109,30 @@ class ExploreConfig:
                 "(power-on); other save states are not the system's own finds"
             )
         checks = [
-            ("max_env_steps", self.max_env_steps, 1, MAX_ENV_STEPS),
             ("workers", self.workers, 1, MAX_WORKERS),
-            ("run_steps", self.run_steps, 1, MAX_RUN_STEPS),
-            ("runs_per_batch", self.runs_per_batch, 1, 1000),
-            ("tile_bin", self.tile_bin, 1, 160),
             ("frame_skip", self.frame_skip, 1, MAX_FRAME_SKIP),
         ]
         for name, value, low, high in checks:
             if not low <= value <= high:
                 raise ExploreConfigError(f"{name}={value}: use {low}..{high}")
-        if self.count_power <= 0:
-            raise ExploreConfigError(f"count_power={self.count_power}: use > 0 (1 is typical)")
-        if self.level_base < 1.0:
-            raise ExploreConfigError(f"level_base={self.level_base}: use >= 1 (1 ignores levels)")
-        if not 0.0 <= self.repeat_probability < 1.0:
+        try:
+            ExploreSettings(**{name: getattr(self, name) for name in _EXPLORED})
+        except ValidationError as error:
+            problem = error.errors()[0]
+            name = str(problem["loc"][0])
             raise ExploreConfigError(
-                f"repeat_probability={self.repeat_probability}: use 0 <= p < 1"
-            )
+                f"{name}={getattr(self, name)}: {problem['msg'].lower()}"
+            ) from None
         try:
             self.level.validate()
         except LevelError as error:
             raise ExploreConfigError(str(error)) from None
+
+
+_EXPLORED = tuple(
+    name for name in ExploreSettings.model_fields if name in ExploreConfig.__dataclass_fields__
+)
+"""The settings a phase-1 run reads (the rest are the shortening's)."""
 
 
 @dataclass

@@ -24,14 +24,13 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.encoding import encoder
-from koholint.env.wrappers import PlannerControlWrapper
+from koholint.env.factory import make_env
 from koholint.env.zelda import Action, ZeldaEnv, progress_level
 from koholint.explore.archive import Cell
 from koholint.explore.cells import cell_of, reached_milestones, restartable, won
 from koholint.explore.levels import LevelFunction
 from koholint.game.ram import MotionState
 from koholint.game.state import RawState
-from koholint.planning.backends import RulesBackend
 from koholint.planning.view import dialog_open, puzzle_unsolved, room_tiles
 
 # START and SELECT do nothing in play (SELECT swaps the item slots): random runs leave them
@@ -87,12 +86,11 @@ def exploration_env(
 ) -> gym.Env[np.ndarray, Any]:
     """The env phase 1 steps (and its trajectories replay in): no sticky actions, no latch,
     the cartridge's seed byte 0, and hybrid control with the rules planner when `planner`."""
-    zelda = ZeldaEnv(
+    return make_env(
         start_state=start_state, frame_skip=frame_skip, sticky_action_probability=0.0,
         latch_steps=1, cartridge_seed=0, info_state=False, reward_mode="sparse",
-        max_episode_steps=max_episode_steps,
+        max_episode_steps=max_episode_steps, planner="rules" if planner else None,
     )  # fmt: skip
-    return PlannerControlWrapper(zelda, RulesBackend()) if planner else zelda
 
 
 def switch_at_rest(memory: object, raw: RawState) -> bool:

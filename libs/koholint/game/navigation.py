@@ -1,7 +1,8 @@
-"""Walking the cartridge's rooms: metatile ids, walkability, shortest paths, steering.
+"""Walking the cartridge's rooms: metatile ids, walkability, shortest paths, steering, and
+the way to what a room holds (its chest, its stairs down, a key on the floor).
 
 Metatile ids are the cartridge's (``cartridge/tools/gfx.py``), read from wRoomObjects.
-Used by the walkthrough recorder, the explorer baseline and, later, the MOVE_TO macro.
+Used by the walkthrough recorder, the explorer baseline and the scripted teachers.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 
 from koholint.game.emulator import Button
 from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH
-from koholint.game.tiles import WALKABLE
+from koholint.game.tiles import WALKABLE, Metatile, cells_of
 
 Cell = tuple[int, int]
 STEPS: dict[str, Cell] = {"right": (1, 0), "left": (-1, 0), "up": (0, -1), "down": (0, 1)}
@@ -100,3 +101,58 @@ def edge_cells(tiles: Sequence[Sequence[int]], direction: str) -> list[Cell]:
         return [(column, row) for row in range(ROOM_HEIGHT) if tiles[row][column] in WALKABLE]
     row = 0 if direction == "up" else ROOM_HEIGHT - 1
     return [(column, row) for column in range(ROOM_WIDTH) if tiles[row][column] in WALKABLE]
+
+
+def nearest_step(
+    tiles: Sequence[Sequence[int]], position: Cell, kind: Metatile, tolerance: int = 0
+) -> Button | None:
+    """The d-pad button toward the room's `kind` tile nearest to pixel `position` (by the
+    distance between centres); None when the room has none or no path leads there."""
+    found = cells_of(tiles, kind)
+    if not found:
+        return None
+    x, y = position
+    goal = min(
+        found, key=lambda cell: abs(tile_center(cell[0]) - x) + abs(tile_center(cell[1]) - y)
+    )
+    try:
+        return next_step(tiles, position, goal, tolerance=tolerance)
+    except NoPathError:
+        return None
+
+
+def chest_step(
+    tiles: Sequence[Sequence[int]], position: Cell, direction: int, tolerance: int = 0
+) -> Button | None:
+    """The button that opens the room's closed chest from pixel `position`, Link facing
+    `direction` (hLinkDirection): toward the tile below it, then up against it, then A (the
+    cartridge opens a chest Link faces from below); None without a chest or a path to it."""
+    chests = cells_of(tiles, Metatile.CHEST)
+    if not chests:
+        return None
+    below = (chests[0][0], chests[0][1] + 1)
+    try:
+        if (position[0] // 16, position[1] // 16) != below:
+            button = next_step(tiles, position, below, tolerance=tolerance)
+        else:
+            centre = (tile_center(below[0]), tile_center(below[1]))
+            button = steer(position, centre, "y", tolerance=tolerance)
+    except NoPathError:
+        return None
+    if button != Button.NONE:
+        return button
+    return Button.A if direction == FACING["up"] else Button.UP
+
+
+def stairs_step(
+    tiles: Sequence[Sequence[int]], position: Cell, tolerance: int = 0
+) -> Button | None:
+    """The button toward the room's stairs down from pixel `position` (Button.NONE on them);
+    None without stairs or a path to them."""
+    stairs = cells_of(tiles, Metatile.STAIRS_DOWN)
+    if not stairs:
+        return None
+    try:
+        return next_step(tiles, position, stairs[0], tolerance=tolerance)
+    except NoPathError:
+        return None

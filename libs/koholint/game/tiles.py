@@ -4,6 +4,7 @@ compiled fast path, none of which needs the others."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import IntEnum
 
 
@@ -50,3 +51,8 @@ WALKABLE = frozenset(
 )
 PICKUPS = frozenset({Metatile.KEY, Metatile.RUPEE, Metatile.HEART})
 STAIRS = frozenset({Metatile.STAIRS_DOWN, Metatile.STAIRS_UP})
+
+
+def cells_of(tiles: Sequence[Sequence[int]], kind: Metatile) -> list[tuple[int, int]]:
+    """The (column, row) cells of a room's metatiles that are `kind`, row by row."""
+    return [(x, y) for y, row in enumerate(tiles) for x, tile in enumerate(row) if tile == kind]

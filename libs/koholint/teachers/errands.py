@@ -1,14 +1,11 @@
 """Errands first: a winning trajectory's item errand taken before a detour that did not
 need it, where the trajectory still wins that way.
 
-Phase 1's random walk does the route's errands in whatever order it stumbled on them.
-Seeds 0 and 2 solve the puzzle before they fetch the sword: up from the first room through
-overworld 0x11 to the puzzle in 0x01, back down the same rooms to the sword glade (0x20),
-and up them all again to the dungeon's stairs in 0x02. Cutting loops and taking shortcuts
-cannot reorder that (no two states of the two crossings have the same progress), and as a
-demonstration it costs twice over: ~150 more steps for phase 2 to walk back, and two
-crossings of 0x21 and 0x11 that look the same to the policy but go opposite ways (seed 2's
-losses from power-on ended there 14 times in 21).
+A random walk does the route's errands in whatever order it stumbled on them, and cutting
+loops and taking shortcuts cannot reorder them (no two states of the two crossings of a
+room have the same progress). As a demonstration that costs twice over: the steps to walk
+back, and two crossings of the same rooms that look the same to the policy but go
+opposite ways.
 
 ``with_errands_first`` starts at the first state before the detour that holds what the
 errand needs (the same items and keys) and walks with the path-finder through the rooms
@@ -23,10 +20,13 @@ from __future__ import annotations
 
 from collections import deque
 
+from koholint.env.zelda import BUTTON_ACTIONS
 from koholint.explore.archive import Cell
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
-from koholint.explore.fights import BUTTON_ACTIONS
-from koholint.explore.shortcuts import (
+from koholint.game.navigation import chest_step, stairs_step, steer
+from koholint.game.ram import RamReader
+from koholint.schemas.env import Action
+from koholint.teachers.shortcuts import (
     MIN_SAVED,
     WinCheck,
     exit_action,
@@ -34,11 +34,6 @@ from koholint.explore.shortcuts import (
     neighbour_side,
     take,
 )
-from koholint.game.emulator import Button
-from koholint.game.navigation import FACING, NoPathError, next_step, steer, tile_center
-from koholint.game.ram import RamReader
-from koholint.game.tiles import Metatile
-from koholint.schemas.env import Action
 
 Room = tuple[int, int, int]
 
@@ -171,8 +166,8 @@ def errand_walk(
     to `gained`'s room, to its chest and open it, then through them to room `stairs` and
     down its stairs; None unless the first state at rest below them is `goal` (a
     one-pixel cell) within MAX_ERRAND_WALK steps (where the stairs' fade ends a frame off
-    the trajectory's, Link stands a pixel off its grid of 4-pixel steps, and no wall of
-    the dungeon's first room puts him back on it: seed 0's 527-step demo).
+    the trajectory's, Link stands a pixel off its grid of 4-pixel steps, and a room
+    without a wall to walk into cannot put him back on it).
     """
     check.play(prefix)
     zelda = check.zelda
@@ -211,46 +206,19 @@ def _toward_room(
 
 
 def chest_action(check: WinCheck) -> int | None:
-    """The step toward the tile below the room's closed chest, then up against it, then
-    A (the cartridge opens a chest Link faces from below); None without a chest or a
-    path to it."""
-    tiles, chests = _tiles_of(check, Metatile.CHEST)
-    if not chests:
-        return None
-    raw = check.zelda.raw_state
-    below = (chests[0][0], chests[0][1] + 1)
-    tolerance = check.zelda.config.frame_skip // 2
-    try:
-        if (raw.x // 16, raw.y // 16) != below:
-            button = next_step(tiles, (raw.x, raw.y), below, tolerance=tolerance)
-        else:
-            centre = (tile_center(below[0]), tile_center(below[1]))
-            button = steer((raw.x, raw.y), centre, "y", tolerance=tolerance)
-    except NoPathError:
-        return None
-    if button != Button.NONE:
-        return int(BUTTON_ACTIONS[button])
-    return int(Action.A) if raw.direction == FACING["up"] else int(Action.UP)
+    """The step that opens the room's closed chest (``game.navigation.chest_step``); None
+    without a chest or a path to it."""
+    zelda = check.zelda
+    raw = zelda.raw_state
+    tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()
+    button = chest_step(tiles, (raw.x, raw.y), raw.direction, zelda.config.frame_skip // 2)
+    return None if button is None else int(BUTTON_ACTIONS[button])
 
 
 def stairs_action(check: WinCheck) -> int | None:
     """The step toward the room's stairs down, onto them; None without stairs or a path."""
-    tiles, stairs = _tiles_of(check, Metatile.STAIRS_DOWN)
-    if not stairs:
-        return None
-    raw = check.zelda.raw_state
-    tolerance = check.zelda.config.frame_skip // 2
-    try:
-        button = next_step(tiles, (raw.x, raw.y), stairs[0], tolerance=tolerance)
-    except NoPathError:
-        return None
-    return int(BUTTON_ACTIONS.get(button, Action.DOWN))
-
-
-def _tiles_of(check: WinCheck, kind: Metatile) -> tuple[list[list[int]], list[tuple[int, int]]]:
-    """The room's metatiles, and the cells of those of `kind`."""
     zelda = check.zelda
+    raw = zelda.raw_state
     tiles = RamReader(zelda.gameboy.memory, banked=zelda.gameboy.rom.cgb).room_objects()
-    return tiles, [
-        (x, y) for y, row in enumerate(tiles) for x, tile in enumerate(row) if tile == kind
-    ]
+    button = stairs_step(tiles, (raw.x, raw.y), zelda.config.frame_skip // 2)
+    return None if button is None else int(BUTTON_ACTIONS.get(button, Action.DOWN))

@@ -1,31 +1,36 @@
-"""Clean fights for the warm start: a scripted fighter clears the rooms the demonstration
-fights in, from the demonstration's own states, under the training env's sticky actions.
+"""The scripted fighter: clean fights from the demonstration's own states, under the
+training env's sticky actions, cloned with the demonstration.
 
-Phase 1's demonstration fights the way a random walk does: seed 2's took 324 steps and
-three hits to clear the key hall, and the shortening cannot cut a fight, because the
-enemies move on the game's RNG. Cloning that teaches flailing. The fighter below (walk
-along the larger gap to the nearest enemy, swing when it is within the sword's reach in
-front) clears the key hall from every start it was tried on (BENCHMARKS.md); its steps
-join the demonstration's in the warm start (``curriculum.clone_fights``).
+A fight's enemies move on the game's RNG, so no shortening of a trajectory can cut one, and
+a random walk's fights are flailing. The fighter walks along the larger gap to the nearest
+enemy and swings when it is within the sword's reach in front, then walks to the key the
+cleared room shows; its clean fights are what it teaches (the teacher ``fights``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
 import numpy as np
 
 from koholint.env.encoding import SLOT_INDEX
-from koholint.env.zelda import EnvConfig, ZeldaEnv
-from koholint.explore.curriculum import DemoState
+from koholint.env.zelda import BUTTON_ACTIONS, EnvConfig, ZeldaEnv
 from koholint.explore.demo import DemoTransitions
-from koholint.explore.trajectory import winning_demo
-from koholint.game.emulator import Button
-from koholint.game.navigation import NoPathError, next_step
+from koholint.game.navigation import nearest_step
 from koholint.game.ram import RamReader
 from koholint.game.tiles import Metatile
 from koholint.schemas.env import Action
+from koholint.teachers.base import (
+    DONE,
+    UNCLONED,
+    Episode,
+    Lesson,
+    Policy,
+    TaughtReport,
+    facing,
+    healed_states,
+    rooms,
+    scripted_episode,
+    teach,
+)
 
 SWORD_REACH = (0.0, 24.0)
 """How far in front of Link (pixels along his facing) the sword hits: its box is centred
@@ -33,12 +38,9 @@ SWORD_REACH = (0.0, 24.0)
 SWORD_SIDE = 12.0
 MAX_FIGHT_STEPS = 256
 """A fight that takes longer is not a clean one: its steps are not cloned."""
-FACINGS = ("right", "left", "up", "down")
 KEY_WAIT_STEPS = 4
 """Steps waited after the last enemy is gone for a key to appear: it dies in a 12-frame
 puff (cartridge/src/actors.c, DYING_FRAMES) and the room's key is placed after it."""
-BUTTON_ACTIONS = {Button.UP: Action.UP, Button.DOWN: Action.DOWN, Button.LEFT: Action.LEFT,
-                  Button.RIGHT: Action.RIGHT}  # fmt: skip
 
 
 def fight_action(observation: np.ndarray) -> int | None:
@@ -47,33 +49,14 @@ def fight_action(observation: np.ndarray) -> int | None:
         return None
     dx = float(observation[SLOT_INDEX["nearest_enemy_dx"]]) * 160
     dy = float(observation[SLOT_INDEX["nearest_enemy_dy"]]) * 128
-    facing = FACINGS[int(np.argmax([observation[SLOT_INDEX[f"facing_{f}"]] for f in FACINGS]))]
     along, across = {"right": (dx, dy), "left": (-dx, dy), "up": (-dy, dx), "down": (dy, dx)}[
-        facing
+        facing(observation)
     ]
     if SWORD_REACH[0] < along < SWORD_REACH[1] and abs(across) < SWORD_SIDE:
         return int(Action.B if observation[SLOT_INDEX["sword_in_b"]] > 0.5 else Action.A)
     if abs(dx) >= abs(dy):
         return int(Action.RIGHT if dx > 0 else Action.LEFT)
     return int(Action.DOWN if dy > 0 else Action.UP)
-
-
-@dataclass(frozen=True)
-class TaughtReport:
-    """A scripted teacher's data (the fighter's, the walker's): its transitions, the demo
-    states it started from, its episodes from them, and how many were clean."""
-
-    transitions: DemoTransitions
-    starts: int
-    episodes: int
-    clean: int
-
-
-def rooms(observations: np.ndarray) -> list[tuple[int, int, int]]:
-    """Each observation's room: (indoor, map id, room id)."""
-    columns = [SLOT_INDEX["indoor"], SLOT_INDEX["map_id"], SLOT_INDEX["room_id"]]
-    scaled = np.rint(observations[:, columns] * np.array([1, 255, 255])).astype(int)
-    return [(a, b, c) for a, b, c in scaled.tolist()]
 
 
 def fight_steps(demo: DemoTransitions, every: int) -> list[int]:
@@ -107,78 +90,6 @@ def fight_transitions(
                  lambda start, seed: _fight(start.state, env_config, seed))  # fmt: skip
 
 
-Episode = tuple[list[np.ndarray], list[int]]
-
-
-def teach(
-    starts: list[DemoState], episodes: int, size: int,
-    episode: Callable[[DemoState, int], Episode | None],
-) -> TaughtReport:  # fmt: skip
-    """A teacher's `episode` from each start with seeds 0..`episodes` - 1: the clean ones'
-    observations (`size` wide) and actions, and the counts."""
-    observations: list[np.ndarray] = []
-    chosen: list[int] = []
-    clean = 0
-    for start in starts:
-        for seed in range(episodes):
-            taught = episode(start, seed)
-            if taught is not None:
-                clean += 1
-                observations.extend(taught[0])
-                chosen.extend(taught[1])
-    return TaughtReport(
-        DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
-                        np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
-        starts=len(starts), episodes=len(starts) * episodes, clean=clean,
-    )  # fmt: skip
-
-
-def healed_states(
-    actions: bytes, env_config: EnvConfig, steps: list[int], every: int
-) -> list[DemoState]:
-    """The curriculum's own healed starts at `steps` (those mid-transition have none)."""
-    if not steps:
-        return []
-    states = winning_demo(actions[: steps[-1] + 1], every=every,
-                          frame_skip=env_config.frame_skip, heal=True)  # fmt: skip
-    wanted = set(steps)
-    return [state for state in states if state.step in wanted]
-
-
-DONE = -1
-"""A teacher's choice that ends its episode as a clean one."""
-UNCLONED = 1 << 8
-"""Added to a teacher's action that is taken but not taught (waiting out a puff, a fade)."""
-
-
-def scripted_episode(
-    state: bytes, env_config: EnvConfig, seed: int, max_steps: int,
-    choose: Callable[[ZeldaEnv, np.ndarray], int | None],
-) -> Episode | None:  # fmt: skip
-    """A teacher's episode from `state`: `choose` gives each step's action (plus UNCLONED
-    for one not taught), DONE to end it clean, or None to drop it; a death or `max_steps`
-    drops it too. The taught steps' observations and actions, or None."""
-    env = ZeldaEnv(env_config.replaced(start_state=state, info_state=False,
-                                       max_episode_steps=max_steps))  # fmt: skip
-    observations: list[np.ndarray] = []
-    chosen: list[int] = []
-    try:
-        observation, _ = env.reset(seed=seed)
-        for _ in range(max_steps):
-            action = choose(env, observation)
-            if action is None or action == DONE:
-                return (observations, chosen) if action == DONE else None
-            if action < UNCLONED:
-                observations.append(observation)
-                chosen.append(action)
-            observation, _, terminated, truncated, info = env.step(action % UNCLONED)
-            if info["reward_components"]["death"] or terminated or truncated:
-                return None
-        return None
-    finally:
-        env.close()
-
-
 def _fight(state: bytes, env_config: EnvConfig, seed: int) -> Episode | None:
     """One fight from `state`, then the walk to the key the cleared room shows: their
     observations and actions, or None if it was not clean (a death, or too long)."""
@@ -200,17 +111,25 @@ def _fight(state: bytes, env_config: EnvConfig, seed: int) -> Episode | None:
 
 def loot_action(env: ZeldaEnv) -> int | None:
     """The step toward the nearest key lying in the room, or None when there is none (the
-    key hall shows its key once its enemies are dead; the policy sees the key only when
-    it is in front, so the walk to it is taught here, from wherever the fight ended)."""
+    policy sees a key only when it is in front, so the walk to the key a cleared room shows
+    is taught here, from wherever the fight ended)."""
     tiles = RamReader(env.gameboy.memory, banked=env.gameboy.rom.cgb).room_objects()
     raw = env.raw_state
-    keys = [(x, y) for y, row in enumerate(tiles) for x, tile in enumerate(row)
-            if tile == Metatile.KEY]  # fmt: skip
-    if not keys:
-        return None
-    goal = min(keys, key=lambda cell: abs(cell[0] * 16 + 8 - raw.x) + abs(cell[1] * 16 + 8 - raw.y))
-    try:
-        button = next_step(tiles, (raw.x, raw.y), goal, tolerance=env.config.frame_skip // 2)
-    except NoPathError:
-        return None
-    return int(BUTTON_ACTIONS.get(button, Action.NOOP))
+    button = nearest_step(tiles, (raw.x, raw.y), Metatile.KEY, env.config.frame_skip // 2)
+    return None if button is None else int(BUTTON_ACTIONS.get(button, Action.NOOP))
+
+
+class Fighter:
+    """The teacher ``fights``: the fighter's clean fights (it labels no one else's states)."""
+
+    labels = False
+
+    def teach(self, lesson: Lesson) -> TaughtReport:
+        return fight_transitions(lesson.actions, lesson.demo, lesson.env_config,
+                                 episodes=lesson.episodes, every=lesson.every)  # fmt: skip
+
+    def correct(self, lesson: Lesson, act: Policy) -> TaughtReport:
+        raise NotImplementedError("the fighter labels no policy's states: DAgger needs walks")
+
+
+TEACHER = Fighter()

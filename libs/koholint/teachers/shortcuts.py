@@ -2,26 +2,24 @@
 trajectory reaches only later, by way of other rooms.
 
 Cutting loops and runs only removes steps: it cannot invent a way the random walk never
-took. Seed 2's win solves the puzzle in overworld room 0x01, then goes left to 0x00, down
-to 0x10 and right to 0x11, where it could have stepped down into 0x11 at once. As a
-demonstration the detour costs more than its steps: 0x10 is crossed without the sword,
-past an octorok at its exit, and phase 2's start stalled there for 0.5-1.5M steps on every
-run. ``with_shortcuts`` looks, from each state at rest, for the last later state in a
-neighbouring overworld room with the same progress (level, items, keys); walks there with
-the path-finder (to the edge on that side, then to that state's 8-pixel tile); and keeps
-the trajectory with the walk in place of what lay between when it still wins.
+took, and a detour through other rooms costs a demonstration more than its steps (rooms
+crossed with less than the route needs). ``with_shortcuts`` looks, from each state at
+rest, for the last later state in a neighbouring overworld room with the same progress
+(level, items, keys); walks there with the path-finder (to the edge on that side, then to
+that state's 8-pixel tile); and keeps the trajectory with the walk in place of what lay
+between when it still wins.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
+from koholint.env.zelda import BUTTON_ACTIONS
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
-from koholint.explore.fights import BUTTON_ACTIONS
-from koholint.explore.walks import Exit, walk_action
 from koholint.game.navigation import NoPathError, edge_cells, find_path, next_step, steer
 from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
 from koholint.schemas.env import Action
+from koholint.teachers.walks import Exit, walk_action
 
 if TYPE_CHECKING:
     from koholint.env.zelda import ZeldaEnv
@@ -36,7 +34,7 @@ OVERWORLD_STEPS = {"up": -16, "down": 16, "left": -1, "right": 1}
 
 
 class WinCheck(Protocol):
-    """What the shortcuts use of ``koholint.explore.shorten.WinCheck``."""
+    """What the shortcuts use of ``koholint.teachers.shorten.WinCheck``."""
 
     env: Any
     zelda: ZeldaEnv

@@ -1,19 +1,18 @@
 """Shortening a winning trajectory: drop what did not matter, keep what still wins.
 
-Phase 1's random runs repeat each action with p = 0.9, so its wins hold long runs of
-one action that change nothing (A pressed against a wall for 30 steps, sword swings at
-empty air). As a demonstration they hurt: the policy imitates them where it stands still,
-and there it stays (seen in the robustified policy: 1,000 steps pressing A against the
-lock hall's wall). ``shorten`` walks the runs of identical actions from the start and
-drops each one — or, failing that, its second half — when the trajectory without it still
-wins when replayed, deterministically, in the env phase 1 explored. Before that, and again
-after it, it cuts the loops: from a state to the last later state in the same cell (room,
-8-pixel tile, progress, what Link holds, enemies alive, the block), when the trajectory
-without the detour still wins. Dropping single runs cannot remove a detour (39 steps left, then 34
-right: without either half Link ends elsewhere), and a detour is worse than a pause as a
-demonstration: a policy that sees the same place on the way out and on the way back cannot
-both go on and turn, and stays (seen: a quarter of one robustified policy's episodes
-pushed against the first room's west edge for 2,048 steps, where its demo turned back).
+Phase 1's random runs repeat each action with p = 0.9, so its wins hold long runs of one
+action that change nothing (A pressed against a wall, sword swings at empty air). As a
+demonstration they hurt: the policy imitates them where it stands still, and there it
+stays. ``shorten`` walks the runs of identical actions from the start and drops each one —
+or, failing that, its second half — when the trajectory without it still wins when
+replayed, deterministically, in the env phase 1 explored. Before that, and again after it,
+it cuts the loops: from a state to the last later state in the same cell (room, 8-pixel
+tile, progress, what Link holds, enemies alive, the block), when the trajectory without the
+detour still wins. Dropping single runs cannot remove a detour (steps one way, then as
+many back: without either half Link ends elsewhere), and a detour is worse than a pause as
+a demonstration: a policy that sees the same place on the way out and on the way back
+cannot both go on and turn, and stays. Between the two, the path-finder's passes replace
+detours through other rooms (``shortcuts``) and take item errands first (``errands``).
 
 A candidate differs from the trajectory kept so far only from the cursor on, so the check
 replays it from a state saved on the kept prefix (at rest, as phase 1 saves its cells: a
@@ -31,10 +30,9 @@ from dataclasses import dataclass
 from koholint.env.zelda import ZeldaEnv
 from koholint.explore.archive import Cell
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
-from koholint.explore.errands import with_errands_first
-from koholint.explore.fight_cuts import with_clean_fights
 from koholint.explore.runner import exploration_env, switch_at_rest
-from koholint.explore.shortcuts import with_shortcuts
+from koholint.teachers.errands import with_errands_first
+from koholint.teachers.shortcuts import with_shortcuts
 
 BASE_EVERY = 16
 """the check's base state moves forward in steps of at least this many actions (a save
@@ -191,17 +189,13 @@ def shorten(
     wins: Callable[[bytes], bool] | None = None,
     *,
     loops: bool = True,
-    fights: bool = False,
     errands: bool = True,
 ) -> Shortened:
     """`actions` without the loops and the runs (or second halves of runs) the win did not
     need (loops only with a WinCheck: they need the states along the way). The loops are cut
-    again after the runs: a dropped run can bring a detour's two ends into one cell (seed 2's
-    win left the dungeon's first room and came back in; only the second pass cut it). With
-    `fights`, the fighter's fights go in after the shortcuts and again after the runs (a
-    splice that loses before the runs are dropped can win after: seed 2's key hall). With
+    again after the runs: a dropped run can bring a detour's two ends into one cell. With
     `errands`, an item errand done after a detour that did not need it goes before the
-    detour, after the shortcuts (``koholint.explore.errands``)."""
+    detour, after the shortcuts (``with_errands_first``)."""
     check = wins or winner()
     if not check(actions):
         raise ValueError("the trajectory does not win as given: nothing to shorten")
@@ -215,18 +209,12 @@ def shorten(
         if errands:
             current, checks = with_errands_first(current, states)
             replays += checks
-        if fights:
-            current, checks = with_clean_fights(current, states)
-            replays += checks
     before_runs = len(current)
     current, checks = without_idle_runs(current, check, states)
     replays += checks
     if loops and states and len(current) < before_runs and not states.spent:
         current, checks = without_loops(current, states)
         replays += checks
-        if fights:
-            current, checks = with_clean_fights(current, states)
-            replays += checks
     if states and not states.full(current):
         raise RuntimeError(
             "the shortened trajectory does not win replayed from the start: a state saved at "

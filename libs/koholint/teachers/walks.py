@@ -1,47 +1,42 @@
-"""Clean walks for the warm start: a path-finder walks each room of the demonstration to
-the exit the demonstration leaves it by, from the demonstration's own states, under the
-training env's sticky actions.
+"""The path-finder's walks: clean walks across each room of the demonstration to the exit
+the demonstration leaves it by, from the demonstration's own states, under the training
+env's sticky actions, cloned with the demonstration (the teacher ``walks``).
 
-The demonstration crosses each room once, on one line, and the cloning sees only that
-line: a policy that sticky actions push off it must find the exit again by PPO. Seed 2
-stalled 1.11M steps in overworld room 0x10, and 17 of seed 1's 40 losses walked back up
-the dungeon's stairs, which stand between the warp and the room's exit. The walker takes
-the shortest path around walls and stairs to the cell the demonstration left from and
-steps out the way it faced there; its clean walks join the cloning (``clone_walks``).
+The demonstration crosses each room once, on one line, and cloning sees only that line. The
+walker takes the shortest path around walls and stairs to the cell the demonstration left
+from and steps out the way it faced there.
 
-Those walks keep to the walker's own line too, and a cloned policy that strays a few
-pixels off it meets states nobody showed it: seed 0's pressed up against the top wall of
-overworld 0x21 for 2,000 steps, its logits sure of UP. ``corrected_walks`` is DAgger's
-fix (Ross, Gordon and Bagnell 2011): the cloned policy walks from the same states, and
-every state it reaches in the room is labelled with the walker's step there
-(``clone_corrections``).
+Those walks keep to the walker's own line too, and a cloned policy that strays a few pixels
+off it meets states nobody showed it. ``corrected_walks`` is DAgger (Ross, Gordon and
+Bagnell 2011): the cloned policy walks from the same states, and every state it reaches in
+the room is labelled with the walker's step there.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from koholint.env.encoding import SLOT_INDEX
-from koholint.env.zelda import EnvConfig, ZeldaEnv
+from koholint.env.zelda import BUTTON_ACTIONS, EnvConfig, ZeldaEnv
 from koholint.explore.demo import DemoTransitions
-from koholint.explore.fights import (
-    BUTTON_ACTIONS,
+from koholint.game.navigation import DIRECTION_BUTTONS, Cell, NoPathError, next_step
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
+from koholint.schemas.env import Action
+from koholint.teachers.base import (
     DONE,
-    FACINGS,
     UNCLONED,
     Episode,
+    Lesson,
+    Policy,
     TaughtReport,
+    facing,
     healed_states,
     rooms,
     scripted_episode,
     teach,
 )
-from koholint.game.navigation import DIRECTION_BUTTONS, Cell, NoPathError, next_step
-from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
-from koholint.schemas.env import Action
 
 MAX_WALK_STEPS = 160
 """A walk that takes longer is not a clean one (a room is crossed in 40-80 steps)."""
@@ -79,9 +74,8 @@ def demo_exits(demo: DemoTransitions) -> list[Exit]:
             row = demo.observations[step - 1]
             x = min(int(round(float(row[SLOT_INDEX["link_x"]]) * 160)) // 16, ROOM_WIDTH - 1)
             y = min(int(round(float(row[SLOT_INDEX["link_y"]]) * 128)) // 16, ROOM_HEIGHT - 1)
-            facing = FACINGS[int(np.argmax([row[SLOT_INDEX[f"facing_{f}"]] for f in FACINGS]))]
             exits.append(
-                Exit(where[step - 1], where[step], step - 1, (max(x, 0), max(y, 0)), facing)
+                Exit(where[step - 1], where[step], step - 1, (max(x, 0), max(y, 0)), facing(row))
             )
     return exits
 
@@ -159,10 +153,6 @@ def _walk(state: bytes, exit_: Exit, env_config: EnvConfig, seed: int) -> Episod
     return scripted_episode(state, env_config, seed, MAX_WALK_STEPS + MAX_SETTLE_STEPS, choose)
 
 
-Policy = Callable[[np.ndarray, np.random.Generator], int]
-"""A policy's sampled action for an observation."""
-
-
 def corrected_walks(
     actions: bytes, demo: DemoTransitions, env_config: EnvConfig, act: Policy, *,
     episodes: int, every: int = 8,
@@ -225,3 +215,21 @@ def _free(observations: np.ndarray) -> np.ndarray:
     return ((observations[..., SLOT_INDEX["motion_normal"]] > 0.5)
             & (observations[..., SLOT_INDEX["in_transition"]] < 0.5)
             & (observations[..., SLOT_INDEX["dialog_open"]] < 0.5))  # fmt: skip
+
+
+class Walker:
+    """The teacher ``walks``: the path-finder's clean walks to each room's exit, and its
+    labels on the states a policy reaches walking from the same starts (DAgger)."""
+
+    labels = True
+
+    def teach(self, lesson: Lesson) -> TaughtReport:
+        return walk_transitions(lesson.actions, lesson.demo, lesson.env_config,
+                                episodes=lesson.episodes, every=lesson.every)  # fmt: skip
+
+    def correct(self, lesson: Lesson, act: Policy) -> TaughtReport:
+        return corrected_walks(lesson.actions, lesson.demo, lesson.env_config, act,
+                               episodes=lesson.episodes, every=lesson.every)  # fmt: skip
+
+
+TEACHER = Walker()

@@ -15,8 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import gymnasium as gym
-
 from koholint.env.zelda import EnvConfig, ZeldaEnv
 
 TRAJECTORY_SCHEMA_VERSION = 1
@@ -127,8 +125,11 @@ def _read(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 def replay(path: Path) -> ReplayResult:
     """Re-run a recorded trajectory and compare the RAM hash after every step."""
     header, steps = _read(Path(path))
-    env = ZeldaEnv(config_from_json(header["env_config"]))
-    player = _with_planner(env, header.get("planner"), path)
+    from koholint.env.factory import make_env
+
+    player = make_env(config_from_json(header["env_config"]),
+                      planner=_recorded_planner(header.get("planner"), path))  # fmt: skip
+    env: ZeldaEnv = player.unwrapped  # type: ignore[assignment]
     try:
         if env.gameboy.rom.sha256 != header["rom_sha256"]:
             raise TrajectoryError(
@@ -147,15 +148,10 @@ def replay(path: Path) -> ReplayResult:
         env.close()
 
 
-def _with_planner(env: ZeldaEnv, planner: str | None, path: Path) -> gym.Env[Any, Any]:
-    """The env as recorded: under hybrid control with the named deterministic backend."""
-    if planner is None:
-        return env
-    if planner != "rules":
+def _recorded_planner(planner: str | None, path: Path) -> str | None:
+    """The planner the trajectory was recorded under, when it replays deterministically."""
+    if planner not in (None, "rules"):
         raise TrajectoryError(
             f"{path}: recorded under the {planner!r} planner; only 'rules' replays deterministically"
         )
-    from koholint.env.wrappers import PlannerControlWrapper
-    from koholint.planning.backends import RulesBackend
-
-    return PlannerControlWrapper(env, RulesBackend())
+    return planner

@@ -4,7 +4,8 @@
 docstring, and everything else is derived from it — the ``koholint train`` flags and their
 help (trainer/cli.py), the body and OpenAPI schema of ``POST /v1/runs``, and the environment
 variables ``KOHOLINT_TRAINER_<FIELD>``, with ``__`` into the nested objects ``env`` (the
-game: ``koholint.schemas.env.EnvSettings``), ``curriculum``, ``sil`` and ``reward``
+game: ``koholint.schemas.env.EnvSettings``), ``explore``, ``curriculum``, ``imitation``, ``sil``
+and ``reward``
 (``KOHOLINT_TRAINER_ENV__FRAME_SKIP=8``). The seed's variable names (``RAY_WORKERS``,
 ``ENVS_PER_WORKER``, ``EPISODE_LENGTH``, ``BATCH_SIZE``) still work; the prefixed name wins.
 Where a run keeps its files and finds its services is the operator's (``trainer.config``).
@@ -16,12 +17,22 @@ from __future__ import annotations
 
 import json
 import os
+import tomllib
 import types
 import typing
 from collections.abc import Mapping
+from importlib import resources
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
@@ -31,6 +42,8 @@ from pydantic_settings import (
 )
 
 from koholint.explore.curriculum import CurriculumSettings
+from koholint.explore.settings import ExploreSettings
+from koholint.imitation import ImitationSettings
 from koholint.schemas.env import EnvSettings
 from koholint.schemas.fields import JsonFloat, JsonInt, Seed, number_not_text
 from koholint.schemas.reward_model import VERSION_PATTERN
@@ -51,25 +64,19 @@ MAX_ENV_STEPS = 10**10
 LayerWidth = Annotated[int, Field(ge=1, le=4096), BeforeValidator(number_not_text)]
 TRAIN_ENV_DEFAULTS: dict[str, Any] = {"sticky_action_probability": 0.25, "max_episode_steps": 1024}
 """Where the trainer's game differs from the env's own defaults (under what a run sets)."""
-PHASE_TWO_RECIPE: dict[str, Any] = {
-    "planner": "rules", "gamma": 0.999, "curiosity_weight": 0.0, "sil": {"weight": 0.1},
-    "env": {"reward_mode": "progress", "max_episode_steps": 2048,
-            "reward_weights": {"new_room": 0.0, "rupee": 0.0, "kill": 0.25}},
-    "curriculum": {"threshold": 0.1, "time_factor": 3.0, "passes": 3, "clone_epochs": 400,
-                   "clone_fights": 2, "clone_walks": 2, "clone_corrections": 1},
-    "evaluation": {"every_env_steps": 250_000, "stop_at_win_rate": 0.9,
-                   "confirm_start": "start_of_play"},
-    "total_env_steps": 5_000_000, "export_every_episodes": 0, "checkpoint_every_iterations": 244,
-}  # fmt: skip
-"""What phase=robustify and phase=both train with where no layer above sets it: the recipe
-BENCHMARKS.md measured ("One command from nothing"): the route's progress and kills rewarded
-(the key hall's key appears when its enemies are dead: "Kills rewarded, run again"), SIL
-0.1, the demonstration cloned with a scripted fighter's clean fights ("A scripted fighter
-cloned with the demonstration") and a path-finder's clean walks to each room's exit ("A
-path-finder's walks cloned too"), one round of DAgger over those walks ("DAgger for the
-walks"), three walks of the route, evaluated from power-on every
-250k steps until 90% of 100 episodes win there and from start_of_play, within 5M env steps
-in all (phase 1 and its shortening included)."""
+RECIPES = "recipes"
+"""The trainer's recipe files (TOML, package data of ``trainer``): each a layer of settings."""
+
+
+def read_recipe(name: str) -> dict[str, Any]:
+    """The settings of recipe `name` (``trainer/recipes/<name>.toml``)."""
+    with (resources.files("trainer") / RECIPES / f"{name}.toml").open("rb") as file:
+        return tomllib.load(file)
+
+
+PHASE_TWO_RECIPE = read_recipe("phase-two")
+"""What phase=robustify and phase=both train with where no layer above sets it
+(``trainer/recipes/phase-two.toml``, which says what each part is)."""
 
 
 class TrainConfigError(ValueError):
@@ -91,23 +98,6 @@ class Curriculum(CurriculumSettings):
     """the winning actions, one byte each (win.actions from koholint explore)"""
     end_on_death: StrictBool = True
     """an episode ends when Link passes out (he respawns outside the dungeon)"""
-    clone_epochs: JsonInt = Field(0, ge=0, le=10_000)
-    """behaviour cloning of the trajectory into the policy before PPO: passes over its steps
-    (0 = off; trainer/ppo/rllib/warm_start.py)"""
-    clone_fights: JsonInt = Field(0, ge=0, le=64)
-    """with clone_epochs: a scripted fighter's clean fights, this many from each of the
-    trajectory's states inside a fight, are cloned with it (0 = off;
-    koholint.explore.fights: the trajectory fights as a random walk does)"""
-    clone_walks: JsonInt = Field(0, ge=0, le=64)
-    """with clone_epochs: a path-finder's clean walks to each room's exit, this many from
-    each of the trajectory's states whose room business is done, are cloned with it (0 =
-    off; koholint.explore.walks: the trajectory crosses each room on one line)"""
-    clone_corrections: JsonInt = Field(0, ge=0, le=8)
-    """with clone_epochs: rounds of DAgger after the cloning; the cloned policy walks from
-    each of clone_walks' states max(clone_walks, 1) times, the path-finder labels every state
-    it reaches in the room, and the cloning goes on over all of it (0 = off;
-    koholint.explore.walks.corrected_walks: a clone strays a few pixels and is sure of a
-    wrong step there)"""
 
 
 class SelfImitation(_Group):
@@ -148,7 +138,9 @@ class Evaluation(_Group):
     every_env_steps: JsonInt = Field(0, ge=0, le=MAX_ENV_STEPS)
     """play the policy after the first iteration past each multiple of this (0 = never)"""
     episodes: JsonInt = Field(100, ge=1, le=1000)
-    """episodes per evaluation (seeds 0, 1, ...)"""
+    """episodes per evaluation (seeds seed, seed + 1, ...)"""
+    seed: Seed = 0
+    """the first episode seed of every evaluation: the episodes the stop rule reads"""
     start: str = Field("power-on", min_length=1, max_length=64)
     """where they start: power-on (the title screen: needs the planner) or a named state"""
     sticky: JsonFloat = Field(0.25, ge=0, lt=1)
@@ -162,6 +154,26 @@ class Evaluation(_Group):
     """with stop_at_win_rate: a second start (a named state such as start_of_play) played
     when an evaluation reaches the goal; the run stops only if it reaches it there too
     ("" = none)"""
+    report_episodes: JsonInt = Field(100, ge=0, le=1000)
+    """when the stop rule is met: the winning policy played again from each start it was
+    judged on, for this many fresh episodes: the figure to report, not the one that chose
+    the policy (0 = none)"""
+    report_seed: Seed = 10_000
+    """the first seed of the reported episodes: their seeds never overlap the stop rule's"""
+
+    @model_validator(mode="after")
+    def _report_seeds_are_fresh(self) -> Evaluation:
+        evaluated = range(self.seed, self.seed + self.episodes)
+        reported = range(self.report_seed, self.report_seed + self.report_episodes)
+        if self.report_episodes and range(
+            max(evaluated.start, reported.start), min(evaluated.stop, reported.stop)
+        ):
+            raise ValueError(
+                f"evaluation.report_seed {self.report_seed} with {self.report_episodes} episodes "
+                f"overlaps the stop rule's seeds {evaluated.start}-{evaluated.stop - 1}: a "
+                "reported figure must come from fresh episodes; move report_seed past them"
+            )
+        return self
 
 
 class TrainConfig(BaseSettings):
@@ -230,35 +242,16 @@ class TrainConfig(BaseSettings):
     """train: PPO as configured; explore: Go-Explore phase 1 only (no policy) until the game is
     won, keeping win.actions in the run folder; robustify: PPO whose episodes start on
     curriculum.trajectory, moving earlier as they win; both: explore, then robustify.
-    robustify and both start from phase 2's recipe (PHASE_TWO_RECIPE in trainer/ppo/config.py:
-    rules planner, progress reward, SIL 0.1, cloning, evaluations from power-on, 5M steps),
-    under whatever else is set"""
-    explore_env_steps: JsonInt = Field(2_000_000, ge=1, le=MAX_ENV_STEPS)
-    """phase 1's step budget over its worker processes (one per env runner, at least one)"""
-    explore_prefer_health: StrictBool = True
-    """phase 1 keeps, per cell, the state with the most whole hearts before the fastest one
-    (koholint explore --prefer-health: a demo that does not cross fights at half a heart)"""
-    explore_shorten: StrictBool = True
-    """phase 1's win loses the loops and the runs of one action it did not need before
-    phase 2 learns it (koholint explore --shorten; its replays count in the run's total env
-    steps)"""
-    explore_clean_fights: StrictBool = False
-    """the shortening puts the scripted fighter's fight in place of a fight of the win's
-    where the win holds (koholint.explore.fight_cuts): seeds 1 and 2's demos 453 -> 364
-    and 808 -> 586 steps; off, as phase 2 learned no faster on them (BENCHMARKS.md, "Clean
-    fights in the shortening")"""
-    explore_errands_first: StrictBool = True
-    """the shortening takes an item errand (the sword's chest) before a detour that did not
-    need it, by the path-finder, down to the dungeon's stairs, where it lands on the win's
-    pixel there (koholint.explore.errands): seed 2's demo 808 -> 636 steps, its route
-    learned three times faster; seed 0's 527 -> 369, two runs on it slower (BENCHMARKS.md,
-    "Errands first"); seed 1's unchanged"""
-    explore_shorten_env_steps: JsonInt = Field(600_000, ge=1, le=MAX_ENV_STEPS)
-    """the shortening stops trying after its replays took this many env steps, keeping what
-    it cut (run to its end, seeds 0-2's wins took 236k, 65k and 500k; seed 2's stopped at
-    200k kept 1,414 steps of 1,716 instead of 984)"""
+    robustify and both start from phase 2's recipe (trainer/recipes/phase-two.toml: rules
+    planner, progress reward, SIL 0.1, cloning and DAgger, evaluations from power-on, the
+    budget), under whatever else is set"""
+    explore: ExploreSettings = Field(default_factory=ExploreSettings)
+    """phase 1 (explore, both): Go-Explore's settings (worker processes: one per env runner,
+    at least one), and the shortening of its win (its replays count in total_env_steps)"""
     curriculum: Curriculum = Field(default_factory=Curriculum)
     """robustify: how the start moves along the winning trajectory"""
+    imitation: ImitationSettings = Field(default_factory=ImitationSettings)
+    """robustify: the trajectory and the scripted teachers cloned before PPO, and DAgger"""
     sil: SelfImitation = Field(default_factory=SelfImitation)
     """self-imitation learning"""
     reward: RewardModelShaping = Field(default_factory=RewardModelShaping)
@@ -317,14 +310,9 @@ class TrainConfig(BaseSettings):
                 "curriculum.trajectory",
             )
         self._check_evaluation()
-        for teacher in ("fights", "walks", "corrections"):
-            if getattr(self.curriculum, f"clone_{teacher}") and not self.curriculum.clone_epochs:
-                raise TrainConfigError(
-                    f"curriculum.clone_{teacher} needs curriculum.clone_epochs: the {teacher} "
-                    "are cloned with the trajectory; set clone_epochs (the recipe's 400) or "
-                    f"clone_{teacher}=0",
-                    f"curriculum.clone_{teacher}",
-                )
+        problem = self.imitation.problem()
+        if problem is not None:
+            raise TrainConfigError(problem[1], f"imitation.{problem[0]}")
         if self.train_batch_size < self.minibatch_size:
             raise TrainConfigError(
                 f"train_batch_size={self.train_batch_size} is smaller than minibatch_size="

@@ -1,21 +1,16 @@
-"""The trainer's phases beyond plain PPO: Go-Explore phase 1, and robustification.
+"""The backward curriculum of robustification, shared by a run's envs.
 
-``phase=explore`` (or ``both``) runs phase 1 (``koholint.explore``: no policy, worker
-processes) before Ray starts and keeps the winning trajectory as ``win.actions`` in the run
-folder (one action per byte, from ``start_of_play`` under hybrid control with the rules
-planner). ``phase=robustify`` (or ``both``, after phase 1) trains PPO on the backward
-curriculum over that trajectory: the run's ``CurriculumActor`` (a named Ray actor, like the
-Go-Explore archive's) replays it once into states every 8 steps and holds the
-``LocalCurriculum``; each env's ``CurriculumWrapper`` asks it where to start and tells it
-how each episode ended.
+``phase=robustify`` (or ``both``, after phase 1: ``trainer.ppo.phase_one``) trains PPO on
+the backward curriculum over the winning trajectory (``koholint.explore.curriculum``): the
+run's ``CurriculumActor`` (a named Ray actor, like the Go-Explore archive's) replays it once
+into states every 8 steps and holds the ``LocalCurriculum``; each env's
+``CurriculumWrapper`` asks it where to start and tells it how each episode ended.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,8 +20,6 @@ from koholint.explore.curriculum import SUCCESS_WINDOW, LocalCurriculum, Start
 from koholint.explore.trajectory import winning_demo
 
 if TYPE_CHECKING:
-    from koholint.explore import Progress
-    from koholint.schemas.trainer import RunStatus
     from trainer.ppo.config import Curriculum, TrainConfig
 
 MAX_TRAJECTORY_BYTES = 1_000_000
@@ -143,57 +136,3 @@ def start_curriculum(config: TrainConfig) -> Any:
     return CurriculumActor.options(name=name).remote(  # type: ignore[attr-defined]
         config.curriculum, config.env.max_episode_steps
     )
-
-
-def run_phase_one(
-    config: TrainConfig,
-    status: RunStatus,
-    run_dir: Path,
-    on_iteration: Callable[[RunStatus], None] | None,
-) -> Path | None:
-    """Explore until the first win (or the budget); the path of win.actions, or None."""
-    from koholint.explore import ExploreConfig, explore
-    from koholint.explore.trajectory import write_trajectory
-
-    def progress(report: Progress) -> None:
-        status.env_steps, status.archive_cells = report.env_steps, report.cells
-        status.archive_level, status.explore_milestones = report.top_level, report.milestones
-        if on_iteration:
-            on_iteration(status)
-
-    workers = max(1, config.num_env_runners)
-    settings = ExploreConfig(seed=config.seed, workers=workers, max_env_steps=config.explore_env_steps,
-                             prefer_health=config.explore_prefer_health)  # fmt: skip
-    status.state = "running"
-    result = explore(settings, progress)
-    status.env_steps = result.env_steps  # the last progress report may predate the end
-    summary = {"won": result.won, "env_steps": result.env_steps, "cells": result.cells,
-               "milestones": result.milestones, "seconds": round(result.seconds, 1)}  # fmt: skip
-    path = None
-    if result.trajectory is not None:
-        path = run_dir / "win.actions"
-        path.write_bytes(result.trajectory)
-        write_trajectory(result.trajectory, run_dir / "win.jsonl")
-        if config.explore_shorten:
-            path = _shortened(result.trajectory, settings, config, run_dir, status, summary)
-    (run_dir / "explore.json").write_text(json.dumps(summary, indent=1))
-    return path
-
-
-def _shortened(trajectory: bytes, settings: Any, config: TrainConfig, run_dir: Path,
-               status: RunStatus, summary: dict[str, Any]) -> Path:  # fmt: skip
-    """The win without the loops and the runs of one action it did not need
-    (win-short.actions); its replays' env steps are phase 1's too."""
-    from koholint.explore.shorten import shorten, winner
-
-    check = winner(settings.start_state, settings.frame_skip, settings.planner,
-                   config.explore_shorten_env_steps)  # fmt: skip
-    short = shorten(
-        trajectory, check, fights=config.explore_clean_fights, errands=config.explore_errands_first
-    ).actions
-    status.env_steps += check.steps
-    summary.update(shortened_steps=len(short), shorten_env_steps=check.steps,
-                   total_env_steps=status.env_steps)  # fmt: skip
-    path = run_dir / "win-short.actions"
-    path.write_bytes(short)
-    return path

@@ -21,10 +21,10 @@ import ray
 from koholint.bus import RedisBus, connect_redis
 from koholint.clients.planner import PlannerClient
 from koholint.env.export import EXPORT_COUNTS, ExportQueue, announce_stored
+from koholint.env.factory import with_planner
 from koholint.env.rnd import RndConfig, sparse_allowance
 from koholint.env.wrappers import (
     BonusWrapper,
-    PlannerControlWrapper,
     PositionPublisherWrapper,
     RewardModelWrapper,
     SegmentRecorder,
@@ -273,7 +273,7 @@ def wrap_train_env(
     """The trainer's wrappers around env number `index` of a runner (curiosity wraps the
     runner's vector env: ``wrap_train_vector``)."""
     if config.planner != "off":
-        env = PlannerControlWrapper(env, planner_backend(config.planner, deployment.planner_url))
+        env = with_planner(env, planner_backend(config.planner, deployment.planner_url))
     robustify = config.phase in ("robustify", "both")
     if robustify:  # the curriculum chooses every start: the archive's restarts stay off
         actor = ray.get_actor(curriculum_actor_name(config.run))

@@ -18,11 +18,11 @@ from trainer.ledger import checkpoint_owner
 from trainer.ppo.actors import RunActors, archive_actor_name
 from trainer.ppo.checkpoints import Checkpoints
 from trainer.ppo.config import TrainConfig, TrainConfigError
-from trainer.ppo.curriculum import run_phase_one
 from trainer.ppo.curve import LearningCurve
 from trainer.ppo.envs import announce_run_segments, drain_exports
 from trainer.ppo.evaluation import PolicyEvaluator
 from trainer.ppo.iterations import IterationLoop, OnIteration
+from trainer.ppo.phase_one import run_phase_one
 from trainer.ppo.preflight import Preflight, preflight
 from trainer.ppo.ray_node import ray_for_run
 from trainer.ppo.rllib.algorithm import build_algorithm
@@ -131,7 +131,7 @@ class TrainingRun:
             return False
         if trajectory is None:
             raise RuntimeError(
-                "phase 1 found no win within explore_env_steps: nothing to robustify"
+                "phase 1 found no win within explore.max_env_steps: nothing to robustify"
             )
         curriculum = self.config.curriculum.model_copy(update={"trajectory": str(trajectory)})
         self.config = self.config.model_copy(update={"curriculum": curriculum})

@@ -1,18 +1,12 @@
-"""Behaviour cloning of the demonstration as the policy's warm start, before PPO.
+"""Behaviour cloning and DAgger as the policy's warm start, before PPO, on the learner.
 
-Robustification starts its episodes near the demonstration's end and moves the start back
-as the policy wins (``koholint.explore.curriculum``): it learns the route one segment after
-another. Cloning the demonstration first teaches every segment at once: the policy network
-(the actor encoder and the pi head; the value network is left alone) is fitted to the
-demonstration's actions on its own observations, replayed as SIL replays it
-(``koholint.explore.demo``), with cross-entropy and Adam for ``curriculum.clone_epochs``
-passes of minibatches. The runners then get the cloned weights before the first sample.
-The accuracy before and after (the share of demo steps whose most likely action is the
-demonstration's) is written to the run folder's ``warm_start.json``.
-
-With ``curriculum.clone_corrections`` rounds of DAgger, the cloned policy then walks the
-demonstration's rooms itself (``koholint.explore.walks.corrected_walks``), the walker
-labels the states it strayed into, and the cloning goes on over everything so far.
+What is cloned and how it is labelled is ``koholint.imitation``'s: the winning trajectory
+as the policy sees it, the listed teachers' clean episodes, and ``imitation.corrections``
+rounds of DAgger. Here the policy network (the actor encoder and the pi head; the value
+network is left alone) is fitted to those actions with cross-entropy and Adam for
+``imitation.clone_epochs`` passes of minibatches, and the runners get the cloned weights
+before the first sample. The accuracy before and after (the share of steps whose most
+likely action is the one taught) is written to the run folder's ``warm_start.json``.
 """
 
 from __future__ import annotations
@@ -32,8 +26,7 @@ from ray.rllib.core.columns import Columns
 from trainer.ppo.config import TrainConfig
 
 if TYPE_CHECKING:
-    from koholint.explore.fights import TaughtReport
-    from koholint.explore.walks import Policy
+    from koholint.teachers.base import Policy, TaughtReport
 
 logger = logging.getLogger("trainer.ppo.warm_start")
 MODULE_ID = DEFAULT_MODULE_ID
@@ -43,44 +36,27 @@ POLICY_PREFIXES = ("encoder.actor_encoder.", "pi.")
 
 
 def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[str, Any] | None:
-    """Fit the learner's policy to the curriculum's trajectory and send it to the runners;
-    what it did (None when cloning is off or there is no trajectory)."""
+    """Fit the learner's policy to the curriculum's trajectory and the teachers' lessons and
+    send it to the runners; what it did (None when cloning is off or there is no trajectory)."""
     from koholint.env.zelda import EnvConfig
-    from koholint.explore.demo import demo_transitions
-    from koholint.explore.fights import fight_transitions
-    from koholint.explore.walks import corrected_walks, walk_transitions
+    from koholint.imitation import labeller, lesson, lessons
 
-    epochs = config.curriculum.clone_epochs
-    if not epochs or not config.curriculum.trajectory:
+    settings = config.imitation
+    if not settings.clone_epochs or not config.curriculum.trajectory:
         return None
     actions = Path(config.curriculum.trajectory).read_bytes()
-    env_config = EnvConfig.parse(config.env.model_dump())
-    demo = demo_transitions(actions, env_config)
-    observations, targets = demo.observations, demo.actions
-    taught: dict[str, int] = {}
-    teachers = (
-        ("fight", fight_transitions, config.curriculum.clone_fights),
-        ("walk", walk_transitions, config.curriculum.clone_walks),
-    )
-    for name, teach, episodes in teachers:
-        if episodes:
-            report = teach(actions, demo, env_config, episodes=episodes)
-            observations = np.concatenate([observations, report.transitions.observations])
-            targets = np.concatenate([targets, report.transitions.actions])
-            taught |= {f"{name}_starts": report.starts, f"{name}s": report.episodes,
-                       f"{name}s_clean": report.clean,
-                       f"{name}_steps": len(report.transitions.actions)}  # fmt: skip
-    rounds = config.curriculum.clone_corrections
-    correct = functools.partial(corrected_walks, actions, demo, env_config,
-                                episodes=max(config.curriculum.clone_walks, 1))  # fmt: skip
+    given = lesson(settings, actions, EnvConfig.parse(config.env.model_dump()))
+    taught = lessons(settings, given)
     fit = functools.partial(
-        _clone, observations=observations, actions=targets, epochs=epochs, seed=config.seed,
-        correct=correct if rounds else None, rounds=rounds,
+        _clone, observations=taught.observations, actions=taught.actions,
+        epochs=settings.clone_epochs, seed=config.seed, correct=labeller(settings, given),
+        rounds=settings.corrections,
     )  # fmt: skip
     fitted: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][0]
     algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
                                        inference_only=True, timeout_seconds=60.0)  # fmt: skip
-    done = {"demo_steps": len(demo.actions), **taught, "epochs": epochs, **fitted}
+    done = {"demo_steps": taught.demo_steps, **taught.taught, "epochs": settings.clone_epochs,
+            **fitted}  # fmt: skip
     (run_dir / "warm_start.json").write_text(json.dumps(done, indent=1) + "\n")
     logger.info("cloned the demonstration: accuracy %.3f -> %.3f", done["accuracy_before"],
                 done["accuracy_after"], extra={"event": "warm_start"})  # fmt: skip

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from koholint.explore.errands import (
+from koholint.teachers.errands import (
     crossings,
     errand_start,
     errand_target,
@@ -82,8 +82,8 @@ def test_the_sword_comes_before_the_puzzle_and_seed_2s_demo_still_wins():
     """Real PyBoy on seed 2's 808-step demo, which solves the puzzle before the sword: the
     path-finder's errand in its place lands where the demo's stairs put Link and wins,
     the sword taken before the puzzle is solved, the dungeon reached 150 steps sooner."""
-    from koholint.explore.errands import with_errands_first
-    from koholint.explore.shorten import winner
+    from koholint.teachers.errands import with_errands_first
+    from koholint.teachers.shorten import winner
 
     actions = SEED2_DEMO.read_bytes()
     check = winner()
@@ -101,8 +101,8 @@ def test_the_sword_comes_before_the_puzzle_and_seed_2s_demo_still_wins():
 def test_a_walk_that_lands_a_pixel_off_below_the_stairs_is_not_kept():
     """Real PyBoy on seed 0's 527-step demo: the errand's stairs end their fade a frame off
     the demo's, one pixel from where the demo stands there, and the demo stays as it was."""
-    from koholint.explore.errands import with_errands_first
-    from koholint.explore.shorten import winner
+    from koholint.teachers.errands import with_errands_first
+    from koholint.teachers.shorten import winner
 
     actions = SEED0_DEMO.read_bytes()
     assert with_errands_first(actions, winner()) == (actions, 0)

@@ -11,8 +11,8 @@ import pytest
 from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
 from koholint.env.zelda import EnvConfig
 from koholint.explore.demo import DemoTransitions, demo_transitions
-from koholint.explore.fights import fight_action, fight_steps, fight_transitions
 from koholint.schemas.env import Action
+from koholint.teachers.fights import fight_action, fight_steps, fight_transitions
 
 WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0-short.actions"
 
@@ -95,7 +95,8 @@ def test_a_fight_needs_at_least_one_episode():
 
 def test_after_the_fight_the_fighter_walks_to_the_key_and_takes_it():
     from koholint.env.zelda import ZeldaEnv
-    from koholint.explore.fights import fight_steps, healed_states, loot_action
+    from koholint.teachers.base import healed_states
+    from koholint.teachers.fights import fight_steps, loot_action
 
     actions = WIN.read_bytes()
     config = EnvConfig.parse({"sticky_action_probability": 0.25})

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from koholint.explore.shortcuts import MIN_SAVED, neighbour_side, shortcut_target
+from koholint.teachers.shortcuts import MIN_SAVED, neighbour_side, shortcut_target
 
 SEED2_DEMO = (Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "levers-2026-11-27d"
               / "s2-explore" / "win-short.actions")  # fmt: skip
@@ -56,8 +56,8 @@ def test_a_different_level_is_no_shortcut():
 def test_seed_2s_detour_through_the_west_rooms_becomes_one_step_down():
     """Real PyBoy on seed 2's committed demo: after the puzzle it goes left, down and right
     (0x01 -> 0x00 -> 0x10 -> 0x11); the shortcut steps down into 0x11 and still wins."""
-    from koholint.explore.shortcuts import with_shortcuts
-    from koholint.explore.shorten import winner
+    from koholint.teachers.shortcuts import with_shortcuts
+    from koholint.teachers.shorten import winner
 
     actions = SEED2_DEMO.read_bytes()
     check = winner()

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from koholint.env.zelda import Action
-from koholint.explore.shorten import (
+from koholint.teachers.shorten import (
     MIN_LOOP,
     WinCheck,
     run_length,

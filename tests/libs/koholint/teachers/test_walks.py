@@ -11,14 +11,14 @@ import pytest
 from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
 from koholint.env.zelda import EnvConfig
 from koholint.explore.demo import DemoTransitions, demo_transitions
-from koholint.explore.walks import (
+from koholint.schemas.env import Action
+from koholint.teachers.walks import (
     Exit,
     corrected_walks,
     demo_exits,
     walk_steps,
     walk_transitions,
 )
-from koholint.schemas.env import Action
 
 RESULTS = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
 WIN = RESULTS / "explore-seed0-short.actions"
@@ -98,8 +98,8 @@ def test_the_walker_leaves_the_dungeons_stairs_room_by_its_north_exit():
     """The up-stairs stand between the warp and the room's north exit, and stepping on them
     leaves the dungeon (17 of seed 1's 40 losses): every walk from the room's demo states,
     under sticky actions, reaches the key hall instead (a walk into another room fails)."""
-    from koholint.explore.fights import healed_states
-    from koholint.explore.walks import _walk
+    from koholint.teachers.base import healed_states
+    from koholint.teachers.walks import _walk
 
     actions = WIN.read_bytes()
     config = EnvConfig.parse({"sticky_action_probability": 0.25})

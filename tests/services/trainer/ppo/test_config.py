@@ -76,6 +76,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "confirm_start": ("start_of_play", "last_room", "last_room"),
         "stop_at_win_rate": ("0.5", "0.25", 0.25),
         "observation": ("memory", "flags", "flags"),
+        "teachers": ('["fights"]', ["walks", "fights"], ["walks", "fights"]),
     }
     if name in special:
         return special[name]
@@ -94,7 +95,7 @@ def test_every_setting_is_covered_and_named_once():
     assert {p.removeprefix("env.") for p in paths if p.startswith("env.")} == set(
         EnvSettings.model_fields
     )
-    for group in ("curriculum", "sil", "reward", "evaluation"):
+    for group in ("curriculum", "imitation", "sil", "reward", "evaluation"):
         nested = TrainConfig.model_fields[group].annotation
         assert {p for p in paths if p.startswith(group + ".")} == {
             f"{group}.{name}" for name in nested.model_fields
@@ -105,9 +106,9 @@ def test_every_setting_is_covered_and_named_once():
 # Settings that only work with others set (TrainConfig.check): the environment gives those.
 NEEDS = {
     "evaluation.every_env_steps": {"KOHOLINT_TRAINER_PLANNER": "rules"},
-    "curriculum.clone_fights": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
-    "curriculum.clone_walks": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
-    "curriculum.clone_corrections": {"KOHOLINT_TRAINER_CURRICULUM__CLONE_EPOCHS": "1"},
+    "imitation.teachers": {"KOHOLINT_TRAINER_IMITATION__CLONE_EPOCHS": "1"},
+    "imitation.corrections": {"KOHOLINT_TRAINER_IMITATION__CLONE_EPOCHS": "1",
+                              "KOHOLINT_TRAINER_IMITATION__TEACHERS": '["walks"]'},
     "evaluation.stop_at_win_rate": {"KOHOLINT_TRAINER_PLANNER": "rules",
                                     "KOHOLINT_TRAINER_EVALUATION__EVERY_ENV_STEPS": "1000"},
 }  # fmt: skip
@@ -191,7 +192,8 @@ def test_phase_two_starts_from_its_recipe_under_every_layer(phase: str):
     trajectory = {"curriculum": {"trajectory": "win.actions"}} if phase == "robustify" else {}
     config = TrainConfig.load({"phase": phase, **trajectory}, {})
     assert (config.planner, config.gamma, config.sil.weight) == ("rules", 0.999, 0.1)
-    assert (config.curriculum.clone_epochs, config.curriculum.passes) == (400, 3)
+    assert (config.imitation.clone_epochs, config.curriculum.passes) == (400, 3)
+    assert (config.imitation.teachers, config.imitation.corrections) == (["fights", "walks"], 1)
     assert (config.env.reward_weights.new_room, config.env.reward_weights.kill) == (0.0, 0.25)
     assert config.env.sticky_action_probability == 0.25  # the trainer's env default stays
     assert (config.evaluation.every_env_steps, config.total_env_steps) == (250_000, 5_000_000)
@@ -250,12 +252,13 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"env": {"start_state": "anywhere"}}, {}, "env.start_state", "named state"),
         ({"env": {"bogus": 1}}, {}, "env.bogus", "Extra inputs"),
         ({"curriculum": {"threshold": 2}}, {}, "curriculum.threshold", "less than or equal to 1"),
-        ({"curriculum": {"clone_fights": 2}}, {}, "curriculum.clone_fights", "needs curriculum.clone_epochs"),
-        ({"curriculum": {"clone_fights": 65, "clone_epochs": 1}}, {}, "curriculum.clone_fights", "less than or equal to 64"),
-        ({"curriculum": {"clone_walks": 1}}, {}, "curriculum.clone_walks", "needs curriculum.clone_epochs"),
-        ({"curriculum": {"clone_walks": -1, "clone_epochs": 1}}, {}, "curriculum.clone_walks", "greater than or equal to 0"),
-        ({"curriculum": {"clone_corrections": 1}}, {}, "curriculum.clone_corrections", "needs curriculum.clone_epochs"),
-        ({"curriculum": {"clone_corrections": 9, "clone_epochs": 1}}, {}, "curriculum.clone_corrections", "less than or equal to 8"),
+        ({"imitation": {"teachers": ["fights"]}}, {}, "imitation.teachers", "needs imitation.clone_epochs"),
+        ({"imitation": {"teachers": ["boxer"], "clone_epochs": 1}}, {}, "imitation.teachers", "choose from fights, walks"),
+        ({"imitation": {"teachers": ["walks", "walks"], "clone_epochs": 1}}, {}, "imitation.teachers", "name each teacher once"),
+        ({"imitation": {"teacher_episodes": 65}}, {}, "imitation.teacher_episodes", "less than or equal to 64"),
+        ({"imitation": {"corrections": 1}}, {}, "imitation.corrections", "needs imitation.clone_epochs"),
+        ({"imitation": {"corrections": 1, "clone_epochs": 1, "teachers": ["fights"]}}, {}, "imitation.corrections", "needs a teacher that labels"),
+        ({"imitation": {"corrections": 9, "clone_epochs": 1}}, {}, "imitation.corrections", "less than or equal to 8"),
         ({}, {"KOHOLINT_TRAINER_SIL__CAPACITY": "0"}, "sil.capacity", "KOHOLINT_TRAINER_SIL__CAPACITY"),
         ({"planner": "gpt"}, {}, "planner", "'off', 'rules', 'local', 'llm-d' or 'http'"),
         ({"run": "a+b"}, {}, "run", "String should match pattern"),

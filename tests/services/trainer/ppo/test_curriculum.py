@@ -9,14 +9,11 @@ from pathlib import Path
 import pytest
 
 from koholint.env.zelda import Action, ZeldaEnv
-from koholint.explore import ExploreConfig
-from koholint.explore.shorten import winner
-from koholint.schemas.trainer import RunStatus
 from koholint.store import LocalStore
 from trainer.config import Deployment
 from trainer.ledger import RUN_STATE_FILE, CheckpointLedger
 from trainer.ppo.config import Curriculum, TrainConfig, TrainConfigError
-from trainer.ppo.curriculum import _shortened, build_curriculum, read_trajectory
+from trainer.ppo.curriculum import build_curriculum, read_trajectory
 from trainer.ppo.run import TrainingRun
 
 WIN_DIRECTORY = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
@@ -58,10 +55,9 @@ def test_robustify_needs_the_winning_trajectory():
 def test_phase_explore_runs_phase_one_without_ray_and_reports_it(tmp_path: Path):
     """A budget too small to win: the run finishes, says how far phase 1 got, keeps no win."""
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
-    config = TrainConfig.load(
-        {"run": "explore", "phase": "explore", "explore_env_steps": 1_600, "num_env_runners": 0},
-        {},
-    )
+    settings = {"run": "explore", "phase": "explore", "explore": {"max_env_steps": 1_600},
+                "num_env_runners": 0}  # fmt: skip
+    config = TrainConfig.load(settings, {})
     seen: list[int] = []
     status = TrainingRun(config, deployment).run(
         on_iteration=lambda s: seen.append(s.archive_cells)
@@ -149,38 +145,6 @@ def test_a_resumed_robustification_goes_on_from_the_checkpoints_start(tmp_path: 
     assert again.state == "finished"
     assert seen[0]["start_step"] == saved_start  # not back at the end
     assert seen[0]["moves"] == len(saved["moves"])
-
-
-def test_phase_ones_win_is_shortened_within_its_budget_and_counted(tmp_path: Path):
-    win = (WIN_DIRECTORY / "explore-seed0.actions").read_bytes()
-    status, summary = RunStatus(run="short", env_steps=391_179), {}
-    config = TrainConfig.load({"explore_shorten_env_steps": 30_000}, {})
-    path = _shortened(win, ExploreConfig(), config, tmp_path, status, summary)
-    short = path.read_bytes()
-    assert path.name == "win-short.actions"
-    assert len(short) < len(win)
-    assert winner().full(short)
-    assert 30_000 <= summary["shorten_env_steps"] < 30_000 + 3 * len(win)  # the budget held
-    assert status.env_steps == summary["total_env_steps"] == 391_179 + summary["shorten_env_steps"]
-    assert summary["shortened_steps"] == len(short)
-
-
-@pytest.mark.parametrize("errands", [False, True])
-def test_the_shortening_takes_the_errands_and_fights_settings(tmp_path: Path, monkeypatch, errands):
-    """The settings are the trainer's, the passes the library's (tested there): they reach it."""
-    import koholint.explore.shorten as shortening
-
-    seen: dict[str, bool] = {}
-
-    def recorded(actions: bytes, check: object, **passes: bool) -> shortening.Shortened:
-        seen.update(passes)
-        return shortening.Shortened(actions[:-1], 1)
-
-    monkeypatch.setattr(shortening, "shorten", recorded)
-    config = TrainConfig.load({"explore_errands_first": errands}, {})
-    path = _shortened(b"\x01\x02", ExploreConfig(), config, tmp_path, RunStatus(run="e"), {})
-    assert seen == {"fights": False, "errands": errands}
-    assert path.read_bytes() == b"\x01"
 
 
 def test_heal_starts_reaches_the_demo_states(tmp_path: Path):

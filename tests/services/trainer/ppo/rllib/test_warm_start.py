@@ -58,7 +58,7 @@ def test_a_correction_round_labels_the_clones_own_states_and_the_cloning_goes_on
     import numpy as np
 
     from koholint.explore.demo import DemoTransitions
-    from koholint.explore.fights import TaughtReport
+    from koholint.teachers.base import TaughtReport
 
     demo = demo_transitions(TRAJECTORY.read_bytes(), EnvConfig.parse({}))
     strayed = 1.0 - demo.observations[:64]  # states the demonstration never showed
@@ -98,7 +98,7 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
     settings = {
         "run": "recipe", "phase": "robustify", "planner": "rules", "total_env_steps": 1024,
-        "curriculum": {"trajectory": str(TRAJECTORY), "clone_epochs": 20},
+        "curriculum": {"trajectory": str(TRAJECTORY)}, "imitation": {"clone_epochs": 20},
         "num_env_runners": 0, "envs_per_env_runner": 1, "train_batch_size": 256,
         "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128,
         "export_every_episodes": 0, "curiosity_weight": 0.0, "checkpoint_every_iterations": 4,
@@ -110,14 +110,14 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     assert cloned["demo_steps"] == len(TRAJECTORY.read_bytes())
     assert cloned["accuracy_after"] > cloned["accuracy_before"]
     # the recipe clones the scripted fighter's clean fights in the key hall with it
-    assert cloned["fights_clean"] >= 0.9 * cloned["fights"] > 0
-    assert cloned["fight_steps"] > 0
+    assert cloned["fights_clean"] >= 0.9 * cloned["fights_episodes"] > 0
+    assert cloned["fights_steps"] > 0
     # and the path-finder's clean walks to each room's exit
-    assert cloned["walks_clean"] >= 0.9 * cloned["walks"] > 0
-    assert cloned["walk_steps"] > cloned["walks_clean"]
+    assert cloned["walks_clean"] >= 0.9 * cloned["walks_episodes"] > 0
+    assert cloned["walks_steps"] > cloned["walks_clean"]
     # and one round of DAgger: the clone's own walks from the same states, labelled
     [corrected] = cloned["corrections"]
-    assert corrected["walks"] == cloned["walks"]
+    assert corrected["walks"] == cloned["walks_episodes"]
     assert 0 <= corrected["arrived"] <= corrected["walks"]
     assert corrected["labels"] >= corrected["walks"]
     assert status.curriculum["moves"] >= 1  # random play wins there about half the time

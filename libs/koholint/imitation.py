@@ -1,0 +1,117 @@
+"""Imitation: what phase 2's policy learns from someone else's actions, in one place.
+
+- **Cloning.** Before PPO, the policy network is fitted to the winning trajectory's actions
+  on its own observations (``koholint.explore.demo``) and to the clean episodes of the
+  teachers the settings list (``koholint.teachers``: the scripted fighter's fights, the
+  path-finder's walks), ``clone_epochs`` passes over all of it (``lessons``).
+- **DAgger** (Ross, Gordon and Bagnell 2011). ``corrections`` rounds after the cloning: the
+  cloned policy plays from the teachers' starts, the first listed teacher that labels
+  marks every state it reaches with its own step there, and the cloning goes on over
+  everything so far (``labeller``).
+- **SIL** (self-imitation learning). During PPO, a loss toward the best segments' actions;
+  the winning trajectory is pinned among them (the trainer's ``sil`` settings).
+
+The fitting itself runs where the policy lives (the trainer's learner:
+``trainer/ppo/rllib/warm_start.py``); what is fitted, and how it is labelled, is decided here.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from koholint.schemas.fields import JsonInt
+from koholint.teachers import TEACHERS, teacher
+
+if TYPE_CHECKING:
+    from koholint.env.zelda import EnvConfig
+    from koholint.teachers.base import Lesson, Policy, TaughtReport
+
+
+class ImitationSettings(BaseModel):
+    """Cloning and DAgger before PPO (the trainer's ``imitation`` settings)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True, frozen=True)
+
+    clone_epochs: JsonInt = Field(0, ge=0, le=10_000)
+    """behaviour cloning of the winning trajectory into the policy before PPO: passes over
+    its steps and the teachers' (0 = off)"""
+    teachers: list[str] = Field(default_factory=list, max_length=len(TEACHERS))
+    """scripted teachers (koholint.teachers: fights, walks) whose clean episodes from the
+    trajectory's states are cloned with it"""
+    teacher_episodes: JsonInt = Field(2, ge=1, le=64)
+    """episodes each teacher plays from each of its starts (and each DAgger round's policy)"""
+    corrections: JsonInt = Field(0, ge=0, le=8)
+    """rounds of DAgger after the cloning, labelled by the first listed teacher that labels
+    (walks); 0 = off"""
+
+    @field_validator("teachers")
+    @classmethod
+    def _known_teachers(cls, names: list[str]) -> list[str]:
+        unknown = [name for name in names if name not in TEACHERS]
+        if unknown:
+            raise ValueError(f"teachers {unknown}: choose from {', '.join(TEACHERS)}")
+        if len(set(names)) < len(names):
+            raise ValueError(f"teachers {names}: name each teacher once")
+        return names
+
+    def problem(self) -> tuple[str, str] | None:
+        """The field and the fix when the settings cannot work together, else None."""
+        for name in ("teachers", "corrections"):
+            if getattr(self, name) and not self.clone_epochs:
+                return name, (f"imitation.{name} needs imitation.clone_epochs: what the teachers "
+                              f"give is cloned with the trajectory; set clone_epochs (the "
+                              f"recipe's 400) or leave {name} out")  # fmt: skip
+        if self.corrections and not any(teacher(name).labels for name in self.teachers):
+            return "corrections", ("imitation.corrections needs a teacher that labels a "
+                                   "policy's states in imitation.teachers (walks)")  # fmt: skip
+        return None
+
+
+@dataclass
+class Lessons:
+    """What cloning fits: the demonstration's and the teachers' observations and actions,
+    and what each teacher did (``{name}_starts``, ``{name}_episodes``, ...)."""
+
+    observations: np.ndarray
+    actions: np.ndarray
+    demo_steps: int
+    taught: dict[str, int] = field(default_factory=dict)
+
+
+def lesson(settings: ImitationSettings, actions: bytes, env_config: EnvConfig) -> Lesson:
+    """What the teachers are given: the winning `actions` replayed under the training env
+    (`env_config`) as the demonstration the policy sees."""
+    from koholint.explore.demo import demo_transitions
+    from koholint.teachers.base import Lesson
+
+    demo = demo_transitions(actions, env_config)
+    return Lesson(actions, demo, env_config, episodes=settings.teacher_episodes)
+
+
+def lessons(settings: ImitationSettings, given: Lesson) -> Lessons:
+    """The demonstration's steps, and each listed teacher's clean episodes from its states."""
+    observations, targets = given.demo.observations, given.demo.actions
+    taught: dict[str, int] = {}
+    for name in settings.teachers:
+        report = teacher(name).teach(given)
+        observations = np.concatenate([observations, report.transitions.observations])
+        targets = np.concatenate([targets, report.transitions.actions])
+        taught |= {f"{name}_starts": report.starts, f"{name}_episodes": report.episodes,
+                   f"{name}_clean": report.clean,
+                   f"{name}_steps": len(report.transitions.actions)}  # fmt: skip
+    return Lessons(observations, targets, len(given.demo.actions), taught)
+
+
+def labeller(settings: ImitationSettings, given: Lesson) -> Callable[[Policy], TaughtReport] | None:
+    """One DAgger round's labels for a policy: the first listed teacher that labels, on
+    the states the policy reaches from its starts; None when corrections are off."""
+    if not settings.corrections:
+        return None
+    chosen = next(teacher(name) for name in settings.teachers if teacher(name).labels)
+    return functools.partial(chosen.correct, given)

@@ -1,0 +1,153 @@
+"""What every scripted teacher is given and returns, and the episode machinery they share.
+
+A teacher (``Teacher``) is given a ``Lesson`` — the winning actions, the demonstration they
+make under the training env, that env's settings and how many episodes to play from each
+start — and returns a ``TaughtReport``: the observations it saw and the actions it took in
+its clean episodes, with counts. A teacher that ``labels`` can also be handed a policy
+(``Policy``): the policy plays from the same starts and the teacher labels the states it
+reaches with its own step there (DAgger).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from koholint.env.encoding import SLOT_INDEX
+from koholint.env.zelda import EnvConfig, ZeldaEnv
+from koholint.explore.curriculum import DemoState
+from koholint.explore.demo import DemoTransitions
+from koholint.explore.trajectory import winning_demo
+
+FACINGS = ("right", "left", "up", "down")
+"""The observation's facing slots, in the order of hLinkDirection's values."""
+DONE = -1
+"""A teacher's choice that ends its episode as a clean one."""
+UNCLONED = 1 << 8
+"""Added to a teacher's action that is taken but not taught (waiting out a puff, a fade)."""
+
+Episode = tuple[list[np.ndarray], list[int]]
+"""A clean episode's observations and the actions taken on them."""
+Policy = Callable[[np.ndarray, np.random.Generator], int]
+"""A policy's sampled action for an observation."""
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """What a teacher is given: the winning `actions`, their `demo` as the policy sees it
+    under the training env, that env's settings (sticky actions and all), the `episodes`
+    played from each start (seeds 0..), and the demo steps starts are taken from (multiples
+    of `every`)."""
+
+    actions: bytes
+    demo: DemoTransitions
+    env_config: EnvConfig
+    episodes: int
+    every: int = 8
+
+
+@dataclass(frozen=True)
+class TaughtReport:
+    """What a teacher returns: its transitions, the demo states it started from, its
+    episodes from them, and how many were clean."""
+
+    transitions: DemoTransitions
+    starts: int
+    episodes: int
+    clean: int
+
+
+class Teacher(Protocol):
+    """A scripted teacher: its clean episodes from a lesson's starts; with `labels`, also its
+    labels on the states a policy reaches from them."""
+
+    labels: bool
+    """whether ``correct`` labels a policy's own states (DAgger)"""
+
+    def teach(self, lesson: Lesson) -> TaughtReport:
+        """Its clean episodes' observations and actions."""
+        ...
+
+    def correct(self, lesson: Lesson, act: Policy) -> TaughtReport:
+        """`act` plays from the lesson's starts; every state it reaches that the teacher has
+        a step for is labelled with that step (``clean`` counts the episodes `act` finished
+        as the teacher would have)."""
+        ...
+
+
+def rooms(observations: np.ndarray) -> list[tuple[int, int, int]]:
+    """Each observation's room: (indoor, map id, room id)."""
+    columns = [SLOT_INDEX["indoor"], SLOT_INDEX["map_id"], SLOT_INDEX["room_id"]]
+    scaled = np.rint(observations[:, columns] * np.array([1, 255, 255])).astype(int)
+    return [(a, b, c) for a, b, c in scaled.tolist()]
+
+
+def facing(observation: np.ndarray) -> str:
+    """The way Link faces in one observation."""
+    return FACINGS[int(np.argmax([observation[SLOT_INDEX[f"facing_{f}"]] for f in FACINGS]))]
+
+
+def teach(
+    starts: list[DemoState], episodes: int, size: int,
+    episode: Callable[[DemoState, int], Episode | None],
+) -> TaughtReport:  # fmt: skip
+    """A teacher's `episode` from each start with seeds 0..`episodes` - 1: the clean ones'
+    observations (`size` wide) and actions, and the counts."""
+    observations: list[np.ndarray] = []
+    chosen: list[int] = []
+    clean = 0
+    for start in starts:
+        for seed in range(episodes):
+            taught = episode(start, seed)
+            if taught is not None:
+                clean += 1
+                observations.extend(taught[0])
+                chosen.extend(taught[1])
+    return TaughtReport(
+        DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
+                        np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
+        starts=len(starts), episodes=len(starts) * episodes, clean=clean,
+    )  # fmt: skip
+
+
+def healed_states(
+    actions: bytes, env_config: EnvConfig, steps: list[int], every: int
+) -> list[DemoState]:
+    """The curriculum's own healed starts at `steps` (those mid-transition have none)."""
+    if not steps:
+        return []
+    states = winning_demo(actions[: steps[-1] + 1], every=every,
+                          frame_skip=env_config.frame_skip, heal=True)  # fmt: skip
+    wanted = set(steps)
+    return [state for state in states if state.step in wanted]
+
+
+def scripted_episode(
+    state: bytes, env_config: EnvConfig, seed: int, max_steps: int,
+    choose: Callable[[ZeldaEnv, np.ndarray], int | None],
+) -> Episode | None:  # fmt: skip
+    """A teacher's episode from `state`: `choose` gives each step's action (plus UNCLONED
+    for one not taught), DONE to end it clean, or None to drop it; a death or `max_steps`
+    drops it too. The taught steps' observations and actions, or None."""
+    env = ZeldaEnv(env_config.replaced(start_state=state, info_state=False,
+                                       max_episode_steps=max_steps))  # fmt: skip
+    observations: list[np.ndarray] = []
+    chosen: list[int] = []
+    try:
+        observation, _ = env.reset(seed=seed)
+        for _ in range(max_steps):
+            action = choose(env, observation)
+            if action is None or action == DONE:
+                return (observations, chosen) if action == DONE else None
+            if action < UNCLONED:
+                observations.append(observation)
+                chosen.append(action)
+            observation, _, terminated, truncated, info = env.step(action % UNCLONED)
+            if info["reward_components"]["death"] or terminated or truncated:
+                return None
+        return None
+    finally:
+        env.close()
