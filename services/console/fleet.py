@@ -1,7 +1,9 @@
 """The fleet's own APIs, as the console reaches them: fixed paths on configured base URLs only.
 
-Nothing here takes a URL or a path from a request: handlers pass ids, which are checked against
-a pattern and quoted into a fixed path of a configured service.
+Nothing here takes a URL or a path from a request: handlers pass ids, which the routes check
+against the library's one rule (``koholint.schemas.fields.PATH_ID``: never '.', '..', '/' or
+'%') and which are checked again here before they become a segment of a configured service's
+fixed path.
 """
 
 from __future__ import annotations
@@ -15,9 +17,8 @@ import httpx
 from console.config import SERVICES, Settings
 from koholint.clients import ServiceError
 from koholint.clients.trainer import AsyncTrainerClient
+from koholint.schemas.fields import path_segment
 from koholint.web.problems import UnavailableError
-
-ID_PATTERN = r"^[A-Za-z0-9_.:-]{1,128}$"
 
 
 class UpstreamError(ServiceError):
@@ -89,7 +90,7 @@ class Fleet:
     async def open_live(self, session_id: str, fps: int) -> httpx.Response:
         """env-sim's live frames of a session, streaming (the caller closes it). No read
         timeout: an idle session sends nothing until something steps it."""
-        url = f"{self.url('env-sim')}/v1/sessions/{quote(session_id)}/live?fps={fps}"
+        url = f"{self.url('env-sim')}{_session_path(session_id)}/live?fps={fps}"
         timeout = httpx.Timeout(None, connect=self.http.timeout.connect)
         response = await self.http.send(
             self.http.build_request("GET", url, timeout=timeout), stream=True
@@ -101,13 +102,13 @@ class Fleet:
         return response
 
     def play_path(self, session_id: str) -> str:
-        return f"/v1/sessions/{quote(session_id)}/play"
+        return f"{_session_path(session_id)}/play"
 
     async def session_frame(self, session_id: str) -> bytes:
-        return (await self.get("env-sim", f"/v1/sessions/{quote(session_id)}/frame.png")).content
+        return (await self.get("env-sim", f"{_session_path(session_id)}/frame.png")).content
 
     async def session_state(self, session_id: str) -> dict[str, Any]:
-        return (await self.get("env-sim", f"/v1/sessions/{quote(session_id)}/state")).json()  # type: ignore[no-any-return]
+        return (await self.get("env-sim", f"{_session_path(session_id)}/state")).json()  # type: ignore[no-any-return]
 
     async def sessions(self) -> dict[str, Any]:
         return (await self.get("env-sim", "/v1/sessions")).json()  # type: ignore[no-any-return]
@@ -139,6 +140,10 @@ class Fleet:
                 result[field] = False
                 result["detail"] = f"unreachable: {type(error).__name__}"
         return result
+
+
+def _session_path(session_id: str) -> str:
+    return f"/v1/sessions/{path_segment(session_id, 'session_id')}"
 
 
 def _raise_for(service: str, response: httpx.Response) -> None:

@@ -510,10 +510,11 @@ def make_judges(
     noisy_accuracy: float = 0.8,
     seed: int = 0,
     state_question: StateQuestion = "progress+rooms",
+    api_key: str = "",
 ) -> JudgeBackend:
     """`rules`; `noisy` (the rules right with probability `noisy_accuracy`); `local`
     (llm-local, SmolLM2 on the text routes); `llm-d` (the gateway, a model name per judge in
-    `models`)."""
+    `models`). `api_key`: the bearer token the server wants (llm-local's when it has one)."""
     from koholint.planning.backends import LOCAL_MODEL
 
     if backend == "rules":
@@ -538,7 +539,9 @@ def make_judges(
         )
         for judge, model in models.items()
     }
-    client = LlmClient(base_url, routes, retry=RetryPolicy(attempts=attempts))
+    client = LlmClient(
+        base_url, routes, retry=RetryPolicy(attempts=attempts), api_key=api_key or None
+    )
     return LlmJudges(
         client, name=backend, text_only=backend == "local", state_question=state_question
     )

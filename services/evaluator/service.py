@@ -40,6 +40,7 @@ def judges_from(settings: Settings) -> JudgeBackend:
         timeout_s=settings.llm_timeout_s, attempts=settings.llm_attempts,
         max_tokens=settings.llm_max_tokens, noisy_accuracy=settings.noisy_accuracy,
         seed=settings.seed, state_question=settings.state_question,
+        api_key=settings.llm_token.get_secret_value(),
     )  # fmt: skip
 
 

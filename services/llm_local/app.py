@@ -45,6 +45,7 @@ def create_app(settings: Settings | None = None, model: ChatModel | None = None)
         registry=metrics.registry,
         max_body_bytes=settings.max_body_bytes,
         readiness=readiness,
+        access=settings,
         schema_limits=schema_limits(settings),
     )
 

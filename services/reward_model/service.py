@@ -74,6 +74,8 @@ from reward_model.preferences import (
 logger = logging.getLogger("reward_model.service")
 SCORE_RANGE = (0.0, 10.0)
 """The judges' scale: a score outside it (or not finite) is a broken event."""
+FAILURES_BEFORE_ERROR = 5
+"""consumer failures in a row that are an error (with the traceback); fewer are a warning"""
 
 
 class RewardModelService:
@@ -409,14 +411,30 @@ class RewardModelService:
         return len(messages)
 
     def consume_forever(self, stop: threading.Event) -> None:
+        failures = 0
         while not stop.is_set():
             try:
                 self.consume_once()
-            except Exception:  # the consumer outlives a bad message or a Redis hiccup
-                logger.exception(
-                    "scores consumer failed; retrying", extra={"event": "consumer_failed"}
-                )
+            except Exception as error:  # the consumer outlives a bad message or a Redis hiccup
+                failures += 1
+                self._log_failure(error, failures)
                 stop.wait(1.0)
+                continue
+            if failures:
+                logger.info("scores consumer recovered after %d failed tries", failures,
+                            extra={"event": "consumer_recovered"})  # fmt: skip
+            failures = 0
+
+    @staticmethod
+    def _log_failure(error: Exception, failures: int) -> None:
+        """A failure the next try recovers from (a flushed or restarted Redis: the group is
+        made again) is a warning without traceback; one that persists is an error, once."""
+        if failures == FAILURES_BEFORE_ERROR:
+            logger.error("scores consumer failed %d times in a row; retrying", failures,
+                         exc_info=error, extra={"event": "consumer_failed"})  # fmt: skip
+        else:
+            logger.warning("scores consumer failed (%s: %s); retrying in 1 s",
+                           type(error).__name__, error, extra={"event": "consumer_failed"})  # fmt: skip
 
 
 def pooled_accuracy(comparisons: list[StateComparisons]) -> list[JudgeAccuracy]:

@@ -23,6 +23,7 @@ from koholint.schemas.env_sim import (
     StepResult,
     TickResult,
 )
+from koholint.schemas.fields import path_segment
 
 DEFAULT_TIMEOUT = httpx.Timeout(30.0, connect=5.0)
 
@@ -35,6 +36,11 @@ class EnvSimError(ServiceError):
 
 def _check(response: httpx.Response) -> httpx.Response:
     return check_response(response, EnvSimError)
+
+
+def _session(session_id: str) -> str:
+    """The session's path; ValueError when the id is no safe path segment ('..', '/', '%')."""
+    return f"/v1/sessions/{path_segment(session_id, 'session_id')}"
 
 
 def _settings(settings: dict[str, Any]) -> dict[str, Any]:
@@ -79,36 +85,36 @@ class EnvSimClient:
         return SessionList.model_validate(_check(self.http.get("/v1/sessions")).json())
 
     def delete_session(self, session_id: str) -> None:
-        _check(self.http.delete(f"/v1/sessions/{session_id}"))
+        _check(self.http.delete(_session(session_id)))
 
     def reset(self, session_id: str, **request: Any) -> Observation:
         return Observation.model_validate(
-            _check(self.http.post(f"/v1/sessions/{session_id}/reset", json=request)).json()
+            _check(self.http.post(f"{_session(session_id)}/reset", json=request)).json()
         )
 
     def step(self, session_id: str, action: int, *, frame: bool = False) -> StepResult:
         body = {"action": int(action), "frame": frame}
         return StepResult.model_validate(
-            _check(self.http.post(f"/v1/sessions/{session_id}/step", json=body)).json()
+            _check(self.http.post(f"{_session(session_id)}/step", json=body)).json()
         )
 
     def steps(self, session_id: str, actions: list[int], *, frames: bool = False) -> BatchResult:
         body = {"actions": [int(a) for a in actions], "frames": frames}
         return BatchResult.model_validate(
-            _check(self.http.post(f"/v1/sessions/{session_id}/steps", json=body)).json()
+            _check(self.http.post(f"{_session(session_id)}/steps", json=body)).json()
         )
 
     def state(self, session_id: str) -> GameState:
         return GameState.model_validate(
-            _check(self.http.get(f"/v1/sessions/{session_id}/state")).json()
+            _check(self.http.get(f"{_session(session_id)}/state")).json()
         )
 
     def frame_png(self, session_id: str) -> bytes:
-        return _check(self.http.get(f"/v1/sessions/{session_id}/frame.png")).content
+        return _check(self.http.get(f"{_session(session_id)}/frame.png")).content
 
     def save(self, session_id: str) -> SavedState:
         return SavedState.model_validate(
-            _check(self.http.post(f"/v1/sessions/{session_id}/save")).json()
+            _check(self.http.post(f"{_session(session_id)}/save")).json()
         )
 
     def load(
@@ -118,7 +124,7 @@ class EnvSimClient:
         saved_state_id: str | None = None,
         state_bytes: bytes | None = None,
     ) -> Observation:
-        url = f"/v1/sessions/{session_id}/load"
+        url = f"{_session(session_id)}/load"
         if state_bytes is not None:
             response = self.http.post(
                 url, content=state_bytes, headers={"content-type": "application/octet-stream"}
@@ -130,12 +136,12 @@ class EnvSimClient:
     def tick(self, session_id: str, buttons: int, frames: int) -> int:
         body = {"buttons": int(buttons), "frames": frames}
         return TickResult.model_validate(
-            _check(self.http.post(f"/v1/sessions/{session_id}/tick", json=body)).json()
+            _check(self.http.post(f"{_session(session_id)}/tick", json=body)).json()
         ).frame
 
     def read_memory(self, session_id: str, address: int, count: int = 1) -> bytes:
         response = self.http.get(
-            f"/v1/sessions/{session_id}/memory", params={"address": address, "count": count}
+            f"{_session(session_id)}/memory", params={"address": address, "count": count}
         )
         return bytes.fromhex(MemoryRead.model_validate(_check(response).json()).data_hex)
 
@@ -148,7 +154,7 @@ class RemoteEmulator:
 
     def __init__(self, client: EnvSimClient, session_id: str) -> None:
         self.client = client
-        self.session_id = session_id
+        self.session_id = path_segment(session_id, "session_id")
         self.held = 0
         self._frame = 0
 
@@ -178,7 +184,7 @@ class RemoteEnv:
 
     def __init__(self, client: EnvSimClient, session_id: str) -> None:
         self.client = client
-        self.session_id = session_id
+        self.session_id = path_segment(session_id, "session_id")
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

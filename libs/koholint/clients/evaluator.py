@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from typing import Any
 
@@ -9,11 +10,13 @@ import httpx
 
 from koholint.clients import ServiceError, check_response
 from koholint.schemas.evaluator import (
+    SEGMENT_PREFIX_PATTERN,
     EvaluatePrefixes,
     EvaluateRun,
     EvaluationStatus,
     ScoreRecord,
 )
+from koholint.schemas.fields import path_segment
 
 FINISHED = ("succeeded", "failed")
 
@@ -25,10 +28,17 @@ class EvaluatorError(ServiceError):
 
 
 class EvaluatorClient:
+    """One evaluator server. `token`: the evaluator's (KOHOLINT_EVALUATOR_TOKEN), which
+    starting an evaluation needs beyond the evaluator's loopback."""
+
     def __init__(
-        self, base_url: str, *, timeout: float = 30.0, transport: httpx.BaseTransport | None = None
-    ) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        self, base_url: str, *, timeout: float = 30.0, token: str = "",
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:  # fmt: skip
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.http = httpx.Client(
+            base_url=base_url, timeout=timeout, transport=transport, headers=headers
+        )
 
     def close(self) -> None:
         self.http.close()
@@ -48,7 +58,7 @@ class EvaluatorClient:
 
     def status(self, evaluation_id: str) -> EvaluationStatus:
         return EvaluationStatus.model_validate(
-            self._json(self.http.get(f"/v1/evaluations/{evaluation_id}"))
+            self._json(self.http.get(f"/v1/evaluations/{path_segment(evaluation_id)}"))
         )
 
     def wait(
@@ -71,7 +81,11 @@ class EvaluatorClient:
 
     def segment_score(self, prefix: str) -> ScoreRecord | None:
         """The segment's record under the service's judge configuration, or None."""
-        response = self.http.get(f"/v1/segments/{prefix}/score")
+        # A prefix is four segments (episodes/<run>/<episode>/<n>), each under the rule.
+        if re.fullmatch(SEGMENT_PREFIX_PATTERN, prefix) is None:
+            raise ValueError(f"prefix {prefix!r} is not a safe path: episodes/<run>/<episode>/<n>")
+        path = "/".join(path_segment(part, "prefix") for part in prefix.split("/"))
+        response = self.http.get(f"/v1/segments/{path}/score")
         if response.status_code == 404:
             return None
         return ScoreRecord.model_validate(self._json(response))

@@ -12,6 +12,7 @@ from koholint.clients import ServiceError, check_response
 from koholint.planning.autopilot import AutopilotReport
 from koholint.planning.backends import Decision
 from koholint.planning.memory import SessionMemory
+from koholint.schemas.fields import path_segment
 from koholint.schemas.planner import AutopilotRequest, DecideRequest, Situation
 from koholint.web.telemetry import tracing_event_hooks
 
@@ -28,17 +29,19 @@ def _json(response: httpx.Response) -> Any:
 
 class PlannerClient:
     """Decisions from a planner service. Memory lives server-side under `session`; the
-    `memory` argument of ``decide`` is ignored."""
+    `memory` argument of ``decide`` is ignored. `token`: the planner's (KOHOLINT_PLANNER_TOKEN),
+    which decisions and the autopilot need beyond the planner's loopback."""
 
     name = "planner-http"
 
     def __init__(
         self, base_url: str, *, session: str | None = None, timeout: float = 120.0,
-        transport: httpx.BaseTransport | None = None,
+        token: str = "", transport: httpx.BaseTransport | None = None,
     ) -> None:  # fmt: skip
         self.session = session
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
         self.http = httpx.Client(
-            base_url=base_url, timeout=timeout, transport=transport,
+            base_url=base_url, timeout=timeout, transport=transport, headers=headers,
             event_hooks=tracing_event_hooks(),
         )  # fmt: skip
 
@@ -63,7 +66,8 @@ class PlannerClient:
         self, session_id: str, *, max_macros: int = 64, max_frames: int = 20_000, seed: int = 0
     ) -> AutopilotReport:
         request = AutopilotRequest(max_macros=max_macros, max_frames=max_frames, seed=seed)
-        response = self._post(f"/v1/sessions/{session_id}/autopilot", request)
+        path = f"/v1/sessions/{path_segment(session_id, 'session_id')}/autopilot"
+        response = self._post(path, request)
         return AutopilotReport.model_validate(_json(response))
 
     def _post(self, path: str, request: BaseModel) -> httpx.Response:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 
 from koholint.clients import ServiceError, check_response
+from koholint.schemas.fields import path_segment
 
 DEFAULT_TIMEOUT = httpx.Timeout(10.0, connect=3.0)
 
@@ -23,7 +23,8 @@ def _check(response: httpx.Response) -> httpx.Response:
 
 
 def _run_path(run: str) -> str:
-    return f"/v1/runs/{quote(run, safe='')}"
+    """The run's path; ValueError when the name is no safe path segment ('..', '/', '%')."""
+    return f"/v1/runs/{path_segment(run, 'run')}"
 
 
 class AsyncTrainerClient:

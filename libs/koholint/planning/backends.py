@@ -382,9 +382,11 @@ def make_backend(
     vision: bool = False,
     log: CallLog | None = None,
     temperature: float | None = None,
+    api_key: str = "",
 ) -> RulesBackend | LlmBackend:
     """`rules`; `local` (the local model server, one model on every route, text only); or
-    `llm-d` (the gateway at `base_url`, a model name per route in `models`)."""
+    `llm-d` (the gateway at `base_url`, a model name per route in `models`). `api_key`: the
+    bearer token the server wants (llm-local's token when it has one)."""
     if kind == "rules":
         return RulesBackend()
     if kind not in BACKENDS:
@@ -404,5 +406,7 @@ def make_backend(
         route: RouteSettings(model=model, timeout_s=timeout_s, temperature=temperature or 0.0)
         for route, model in models.items()
     }
-    client = LlmClient(base_url, routes, retry=RetryPolicy(attempts=attempts), log=log)
+    client = LlmClient(
+        base_url, routes, retry=RetryPolicy(attempts=attempts), log=log, api_key=api_key or None
+    )
     return LlmBackend(client, name=kind, vision=vision)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from koholint.planning.backends import BACKENDS
 
@@ -28,6 +28,10 @@ class LlmBackendSettings(BaseModel):
     """the model behind /state (llm-d)"""
     model_vision: str = Field("vision", min_length=1, max_length=256)
     """the model behind /vision (llm-d)"""
+    llm_token: SecretStr = SecretStr("")
+    """bearer token sent with every request to the models (``Authorization: Bearer``, as the
+    OpenAI protocol has it): llm-local's KOHOLINT_LLM_LOCAL_TOKEN, or the gateway's key;
+    empty sends none"""
     llm_timeout_s: float = Field(30.0, gt=0, le=600)
     """seconds one request to a model may take"""
     llm_attempts: int = Field(4, ge=1, le=10)

@@ -11,6 +11,12 @@ the only one that reads forwarded headers.
     class Settings(ControlAccess, BaseSettings): ...      # token, trusted_proxies
 
     @router.post("/v1/train", dependencies=[ControlDep], responses=problem_responses(401))
+
+Every route whose method is not GET has the rule: it starts, stops, drives, trains, loads or
+spends something (a planner's decision updates the session's memory, a reward-model score
+loads a version, a chat completion spends the model). Open are reads (GET) and the routes
+every service shares (``SHARED_OPEN_ROUTES``); ``open_routes(app)`` lists a service's, and
+docs/operations.md ("Open routes") holds the table a test keeps equal to it.
 """
 
 from __future__ import annotations
@@ -19,13 +25,27 @@ import hmac
 import ipaddress
 from typing import Any
 
-from fastapi import Depends, Request
+from fastapi import Depends, FastAPI, Request
+from fastapi.dependencies.models import Dependant
+from fastapi.routing import iter_route_contexts
 from pydantic import BaseModel, Field, SecretStr, field_validator
 
 from koholint.web.problems import ProblemError
 
 PLACEHOLDER_TOKENS = ("changeme", "change-me", "token", "secret")
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+SHARED_OPEN_ROUTES = {
+    "GET /healthz": "liveness probe: kubelets and compose ask without credentials",
+    "GET /readyz": "readiness probe: kubelets and compose ask without credentials",
+    "GET /metrics": "Prometheus scrapes without credentials; counters and timings only",
+    "GET /openapi.json": "the API's description, the same for everyone",
+    "GET /docs": "the API's description, the same for everyone",
+    "GET /docs/oauth2-redirect": "part of /docs",
+    "GET /redoc": "the API's description, the same for everyone",
+}
+"""Routes every service answers without a token even when it has one, and why."""
+READ_ONLY_WHY = "reads only"
+"""Why a service's own GET routes are open: a read changes nothing a later request sees."""
 
 
 class UnauthorizedError(ProblemError):
@@ -144,3 +164,34 @@ async def require_access(request: Request) -> None:
 
 ControlDep = Depends(require_access)
 """``dependencies=[ControlDep]`` on a route, with ``problem_responses(401)``."""
+
+
+def served_routes(app: FastAPI) -> list[tuple[str, str, Dependant | None]]:
+    """(method, path, dependant) of every route `app` serves, HEAD left out: included
+    routers flattened (FastAPI keeps them lazily, so ``app.routes`` alone misses their
+    routes); the dependant is None for plain Starlette routes and mounts (GET)."""
+    found = []
+    for context in iter_route_contexts(app.routes):
+        dependant = getattr(context, "dependant", None)
+        for method in sorted((context.methods or {"GET"}) - {"HEAD"}):
+            found.append((method, context.path or "", dependant))
+    return found
+
+
+def is_guarded(dependant: Dependant | None) -> bool:
+    """Whether a route's dependant, or any dependency of it, has the rule (``require_access``)."""
+    return dependant is not None and any(
+        dependency.call is require_access or is_guarded(dependency)
+        for dependency in dependant.dependencies
+    )
+
+
+def open_routes(app: FastAPI) -> list[str]:
+    """The routes of `app` ("METHOD path", sorted) that answer without a token: the shared
+    routes (``SHARED_OPEN_ROUTES``) and every route without the rule (GET routes only, where
+    the rule holds; a test checks that it does)."""
+    return sorted(
+        f"{method} {path}"
+        for method, path, dependant in served_routes(app)
+        if not is_guarded(dependant)
+    )

@@ -2,20 +2,23 @@
 
 Each service's ``create_app()`` opens its clients in a lifespan, then calls this with its
 routers, its metrics registry and a readiness check. It adds the problem+json exception
-handlers, the request-body limit, an OpenAPI spec whose errors are problem+json, ``/healthz``, ``/readyz``, ``/metrics`` (the service's
+handlers, the request-body limit, routing on the path segments as sent (``SegmentsAsSent``),
+an OpenAPI spec whose errors are problem+json, ``/healthz``, ``/readyz``, ``/metrics`` (the service's
 registry plus the HTTP instrumentator) and tracing when an exporter is configured.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 from fastapi import APIRouter, FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from koholint.web.auth import ControlAccess
 from koholint.web.problems import (
@@ -28,6 +31,7 @@ from koholint.web.problems import (
 from koholint.web.streaming import bind_connection
 from koholint.web.telemetry import configure_logging, setup_tracing
 
+ENCODED_SLASH = re.compile(r"%2f", re.IGNORECASE)
 SchemaLimits = Mapping[str, Mapping[str, Mapping[str, Any]]]
 ReadinessCheck = Callable[[FastAPI], Awaitable[dict[str, str]]]
 """Awaited by ``/readyz``: returns details when ready, raises ``UnavailableError`` when not."""
@@ -68,6 +72,7 @@ def create_service_app(
     app.state.access = access
     add_exception_handlers(app)
     app.add_middleware(BodySizeLimitMiddleware, max_bytes=max_body_bytes)
+    app.add_middleware(SegmentsAsSent)
     app.include_router(_health_router(readiness))
     for router in routers:
         app.include_router(router)
@@ -84,6 +89,28 @@ class ServiceApp(FastAPI):
         if scope["type"] == "http":
             bind_connection(send)  # the server's own send: middleware wraps it further in
         await super().__call__(scope, receive, send)
+
+
+class SegmentsAsSent:
+    """Routes on the path segments the client sent: a percent-encoded '/' stays inside its
+    segment (as '%2F'), where the server's decoded path would split there and route the
+    request elsewhere. So ``..%2F`` is one path parameter, which the path id rule refuses
+    (422 naming the field, ``koholint.schemas.fields.PATH_ID``), never a route's parent."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        raw = scope.get("raw_path") if scope["type"] == "http" else None
+        if raw:
+            sent = raw.split(b"?", 1)[0].decode("latin-1")
+            if ENCODED_SLASH.search(sent):
+                path = unquote(ENCODED_SLASH.sub("%252F", sent))
+                root = scope.get("root_path", "")
+                if root and scope["path"].startswith(root):
+                    path = root + path  # the server's path is its root, then the request's
+                scope = {**scope, "path": path}
+        await self.app(scope, receive, send)
 
 
 def _document(app: FastAPI, schema_limits: SchemaLimits) -> None:

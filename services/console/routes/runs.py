@@ -41,27 +41,28 @@ async def create_run(
     return await fleet.require_trainer().start_run(settings)
 
 
-@router.get("/v1/runs/{run}", responses=problem_responses(404, 503))
+@router.get("/v1/runs/{run}", responses=problem_responses(404, 422, 503))
 async def get_run(run: RunPath, fleet: FleetDep) -> dict[str, Any]:
     """One run's live status."""
     return await fleet.require_trainer().get_run(run)
 
 
 @router.post(
-    "/v1/runs/{run}/stop", dependencies=[ControlDep], responses=problem_responses(401, 404, 503)
-)
+    "/v1/runs/{run}/stop", dependencies=[ControlDep],
+    responses=problem_responses(401, 404, 422, 503),
+)  # fmt: skip
 async def stop_run(run: RunPath, fleet: FleetDep) -> dict[str, Any]:
     """Stop a run after its current iteration; needs the token beyond localhost."""
     return await fleet.require_trainer().stop_run(run)
 
 
-@router.get("/v1/checkpoints", responses=problem_responses(404, 503))
+@router.get("/v1/checkpoints", responses=problem_responses(404, 422, 503))
 async def list_checkpoints(fleet: FleetDep, run: RunName | None = None) -> dict[str, Any]:
     """A run's checkpoint ledger (the latest run by default)."""
     return await fleet.require_trainer().checkpoints(run)
 
 
-@router.get("/v1/checkpoints/best", responses=problem_responses(404, 503))
+@router.get("/v1/checkpoints/best", responses=problem_responses(404, 422, 503))
 async def best_checkpoint(
     fleet: FleetDep,
     metric: Annotated[str, Query(pattern=METRIC_PATTERN)],

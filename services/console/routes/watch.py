@@ -9,9 +9,9 @@ from fastapi import APIRouter, Path, Query, Response
 from pydantic import ValidationError
 
 from console.deps import ControlDep, FleetDep, LiveDep, RedisDep
-from console.fleet import ID_PATTERN
 from console.live import LiveProxy
 from koholint.schemas.env_sim import PlayRequest
+from koholint.schemas.fields import PATH_ID_PATTERN
 from koholint.schemas.positions import (
     MAX_TAKEOVERS,
     WATCH_TTL_SECONDS,
@@ -26,7 +26,9 @@ logger = logging.getLogger("console.watch")
 MULTIPART = "multipart/x-mixed-replace; boundary=frame"
 
 router = APIRouter(prefix="/v1/watch", tags=["watch"])
-Id = Annotated[str, Path(pattern=ID_PATTERN)]
+# The library's one rule for an id in another service's path (never '.', '..', '/', '%'):
+# the console's 422 names the field before any call leaves it.
+Id = Annotated[str, Path(pattern=PATH_ID_PATTERN)]
 PNG: dict[int | str, dict[str, Any]] = {200: {"content": {"image/png": {}}}}
 NO_STORE = {"cache-control": "no-store"}
 
@@ -40,14 +42,14 @@ async def list_sessions(fleet: FleetDep) -> dict[str, Any]:
 @router.get(
     "/env-sim/{session_id}/frame.png",
     response_class=Response,
-    responses={**PNG, **problem_responses(404, 503)},
+    responses={**PNG, **problem_responses(404, 422, 503)},
 )
 async def get_session_frame(session_id: Id, fleet: FleetDep) -> Response:
     """The session's screen now (PNG), from env-sim."""
     return Response(await fleet.session_frame(session_id), media_type="image/png", headers=NO_STORE)
 
 
-@router.get("/env-sim/{session_id}/state", responses=problem_responses(404, 503))
+@router.get("/env-sim/{session_id}/state", responses=problem_responses(404, 422, 503))
 async def get_session_state(session_id: Id, fleet: FleetDep) -> dict[str, Any]:
     """The session's structured game state now, from env-sim."""
     return await fleet.session_state(session_id)
@@ -56,7 +58,7 @@ async def get_session_state(session_id: Id, fleet: FleetDep) -> dict[str, Any]:
 @router.get(
     "/trainer/{run}/{env}/frame.png",
     response_class=Response,
-    responses={**PNG, **problem_responses(404, 503)},
+    responses={**PNG, **problem_responses(404, 422, 503)},
 )
 async def get_trainer_frame(run: Id, env: Id, redis: RedisDep) -> Response:
     """A trainer env's latest frame: asking marks it watched, its env sends frames for a while."""
@@ -92,7 +94,7 @@ class _LiveResponse(Response):
             "X-Game-Frame, as the session advances",
             "content": {MULTIPART: {"schema": {"type": "string", "format": "binary"}}},
         },
-        **problem_responses(404, 429, 503),
+        **problem_responses(404, 422, 429, 503),
     },
 )
 async def stream_session_live(
@@ -113,7 +115,7 @@ async def stream_session_live(
 
 @router.post(
     "/env-sim/{session_id}/play", status_code=202, dependencies=[ControlDep],
-    responses=problem_responses(401, 404, 409, 429, 503),
+    responses=problem_responses(401, 404, 409, 422, 429, 503),
 )  # fmt: skip
 async def play_session(
     session_id: Id,
@@ -126,7 +128,7 @@ async def play_session(
     return await fleet.send("env-sim", "POST", fleet.play_path(session_id), sent)  # type: ignore[no-any-return]
 
 
-@router.get("/env-sim/{session_id}/play", responses=problem_responses(404, 503))
+@router.get("/env-sim/{session_id}/play", responses=problem_responses(404, 422, 503))
 async def get_play(session_id: Id, fleet: FleetDep) -> dict[str, Any]:
     """The session's player: playing or stopped, its steps and the game's pace."""
     return await fleet.send("env-sim", "GET", fleet.play_path(session_id))  # type: ignore[no-any-return]
@@ -134,14 +136,14 @@ async def get_play(session_id: Id, fleet: FleetDep) -> dict[str, Any]:
 
 @router.delete(
     "/env-sim/{session_id}/play", dependencies=[ControlDep],
-    responses=problem_responses(401, 404, 503),
+    responses=problem_responses(401, 404, 422, 503),
 )  # fmt: skip
 async def stop_play(session_id: Id, fleet: FleetDep) -> dict[str, Any]:
     """Stop the session's player; needs the token beyond localhost."""
     return await fleet.send("env-sim", "DELETE", fleet.play_path(session_id))  # type: ignore[no-any-return]
 
 
-@router.get("/trainer/{run}/{env}/takeovers", responses=problem_responses(503))
+@router.get("/trainer/{run}/{env}/takeovers", responses=problem_responses(422, 503))
 async def list_takeovers(run: Id, env: Id, redis: RedisDep) -> dict[str, Any]:
     """The planner's latest takeovers of a trainer env (hybrid control), newest first: each
     with the decisions it made until control came back to the policy."""

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends
 from starlette.concurrency import run_in_threadpool
 
 from koholint.llm.client import ROUTES
+from koholint.web.auth import ControlDep
 from koholint.web.problems import (
     NotFoundError,
     PayloadTooLargeError,
@@ -43,11 +44,12 @@ RouteDep = Annotated[str, Depends(known_route)]
 
 
 # 400: a request this server cannot honour (n > 1, streaming, an image, a response_format
-# it does not know); 413: over a limit on messages; 422: a field out of range.
-CHAT_ERRORS = problem_responses(400, 413, 422, 503)
+# it does not know); 401: no token (the rule of koholint.web.auth: an answer spends the
+# server's model); 413: over a limit on messages; 422: a field out of range.
+CHAT_ERRORS = problem_responses(400, 401, 413, 422, 503)
 
 
-@router.post("/v1/chat/completions", responses=CHAT_ERRORS)
+@router.post("/v1/chat/completions", dependencies=[ControlDep], responses=CHAT_ERRORS)
 async def create_chat_completion(
     body: ChatCompletionRequest, model: ModelDep, settings: SettingsDep, metrics: MetricsDep
 ) -> ChatCompletion:
@@ -55,7 +57,11 @@ async def create_chat_completion(
     return await answer(body, "default", model, settings, metrics)
 
 
-@router.post("/{route}/v1/chat/completions", responses={**CHAT_ERRORS, **problem_responses(404)})
+@router.post(
+    "/{route}/v1/chat/completions",
+    dependencies=[ControlDep],
+    responses={**CHAT_ERRORS, **problem_responses(404)},
+)
 async def create_routed_chat_completion(
     route: RouteDep,
     body: ChatCompletionRequest,

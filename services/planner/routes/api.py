@@ -10,7 +10,8 @@ from starlette.concurrency import run_in_threadpool
 
 from koholint.planning.autopilot import AutopilotReport
 from koholint.planning.backends import Decision
-from koholint.schemas.planner import SESSION_PATTERN, AutopilotRequest, DecideRequest
+from koholint.schemas.fields import PATH_ID_PATTERN
+from koholint.schemas.planner import AutopilotRequest, DecideRequest
 from koholint.web.auth import ControlDep
 from koholint.web.problems import problem_responses
 from planner.deps import PlannerDep
@@ -18,20 +19,22 @@ from planner.deps import PlannerDep
 router = APIRouter(prefix="/v1", tags=["planner"])
 
 
-@router.post("/decide", responses=problem_responses(502, 503))
+@router.post("/decide", dependencies=[ControlDep], responses=problem_responses(401, 502, 503))
 async def decide(body: DecideRequest, planner: PlannerDep) -> Decision:
     """A macro for the situation (structured state + room tiles, optional frame), or none
-    with the reason; the session's memory is updated and shown in the record."""
+    with the reason; the session's memory is updated and shown in the record (so it needs the
+    token beyond localhost)."""
     return await run_in_threadpool(planner.decide, body)
 
 
 @router.post(
     "/sessions/{session_id}/autopilot",
     dependencies=[ControlDep],
-    responses=problem_responses(401, 404, 409, 502, 503),
+    responses=problem_responses(401, 404, 409, 422, 502, 503),
 )
 async def autopilot(
-    session_id: Annotated[str, Path(pattern=SESSION_PATTERN)],
+    # env-sim's session: the library's rule for an id in another service's path.
+    session_id: Annotated[str, Path(pattern=PATH_ID_PATTERN)],
     planner: PlannerDep,
     body: AutopilotRequest | None = None,
 ) -> AutopilotReport:

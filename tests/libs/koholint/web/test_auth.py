@@ -1,6 +1,7 @@
 """One rule for who may change state, the same in every service: a bearer token beyond
 loopback, `Bearer` and loopback parsed one way, forwarded headers believed only from the
-operator's proxies; and `koholint serve` leaves uvicorn's own proxy handling off."""
+operator's proxies; and `koholint serve` leaves uvicorn's own proxy handling off. Every route
+has the rule but the open ones, and docs/operations.md's table of those is the apps' own."""
 
 from __future__ import annotations
 
@@ -12,59 +13,74 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from fastapi.routing import APIRoute
 
-from koholint.web.auth import bearer_token, is_loopback, require_access
+from koholint.web.auth import (
+    READ_ONLY_WHY,
+    SHARED_OPEN_ROUTES,
+    bearer_token,
+    is_guarded,
+    is_loopback,
+    open_routes,
+    served_routes,
+)
 
 TOKEN = "a-real-token-0123"
 EXTERNAL = ("203.0.113.9", 40000)
 LOOPBACK = ("127.0.0.1", 40000)
-READ_ONLY_POSTS = {
-    # Computations that change nothing a later request sees.
-    ("planner", "POST", "/v1/decide"), ("reward-model", "POST", "/v1/score"),
-    ("llm-local", "POST", "/v1/chat/completions"),
-    ("llm-local", "POST", "/{route}/v1/chat/completions"),
-}  # fmt: skip
+SERVICES = ["console", "env-sim", "evaluator", "llm-local", "planner", "reward-model", "trainer"]
+OPERATIONS = Path(__file__).parents[4] / "docs" / "operations.md"
+OPEN_ROUTES_HEADING = "### Open routes"
+EVERY_SERVICE = "every service"
 
 
-def apps(tmp_path: Path, **access: Any) -> dict[str, FastAPI]:
-    from console.app import create_app as console
-    from console.config import Settings as ConsoleSettings
-    from env_sim.app import create_app as env_sim
-    from env_sim.config import Settings as EnvSimSettings
-    from evaluator.app import create_app as evaluator
-    from evaluator.config import Settings as EvaluatorSettings
-    from llm_local.app import create_app as llm_local
-    from planner.app import create_app as planner
-    from reward_model.app import create_app as reward_model
-    from reward_model.config import Settings as RewardModelSettings
+def app_of(name: str, tmp_path: Path, **access: Any) -> FastAPI:
+    """The service `name`'s app, with `access` (token, trusted_proxies) in its settings."""
+    store = str(tmp_path / "store")
+    if name == "console":
+        from console.app import create_app
+        from console.config import Settings
+
+        return create_app(Settings(**access))
+    if name == "env-sim":
+        from env_sim.app import create_app as env_sim
+        from env_sim.config import Settings as EnvSimSettings
+
+        return env_sim(EnvSimSettings(**access))
+    if name == "evaluator":
+        from evaluator.app import create_app as evaluator
+        from evaluator.config import Settings as EvaluatorSettings
+
+        return evaluator(EvaluatorSettings(consume=False, store_url=store, **access))
+    if name == "llm-local":
+        from llm_local.app import create_app as llm_local
+        from llm_local.config import Settings as LlmLocalSettings
+
+        return llm_local(LlmLocalSettings(**access))
+    if name == "planner":
+        from planner.app import create_app as planner
+        from planner.config import Settings as PlannerSettings
+
+        return planner(PlannerSettings(**access))
+    if name == "reward-model":
+        from reward_model.app import create_app as reward_model
+        from reward_model.config import Settings as RewardModelSettings
+
+        return reward_model(RewardModelSettings(store_url=store, **access))
     from trainer.app import create_app as trainer
     from trainer.config import Settings as TrainerSettings
 
-    store = str(tmp_path / "store")
-    return {
-        "evaluator": evaluator(EvaluatorSettings(consume=False, store_url=store, **access)),
-        "reward-model": reward_model(RewardModelSettings(store_url=store, **access)),
-        "env-sim": env_sim(EnvSimSettings(**access)),
-        "trainer": trainer(TrainerSettings(store_url=store, run_dir=str(tmp_path), **access)),
-        "console": console(ConsoleSettings(**access)),
-        "planner": planner(),
-        "llm-local": llm_local(),
-    }
+    return trainer(TrainerSettings(store_url=store, run_dir=str(tmp_path), **access))
+
+
+def apps(tmp_path: Path, **access: Any) -> dict[str, FastAPI]:
+    return {name: app_of(name, tmp_path, **access) for name in SERVICES}
 
 
 def state_changing(app: FastAPI) -> list[tuple[str, str]]:
-    """(method, path) of every route but GET/HEAD."""
-    return [
-        (method, route.path)
-        for route in app.routes
-        if isinstance(route, APIRoute)
-        for method in sorted(route.methods - {"GET", "HEAD"})
-    ]
-
-
-def guarded(route: APIRoute) -> bool:
-    return any(dependency.call is require_access for dependency in route.dependant.dependencies)
+    """(method, path) of every route but GET/HEAD, included routers' too."""
+    found = [(method, path) for method, path, _ in served_routes(app) if method != "GET"]
+    assert found, "no state-changing route found: the walk over the app's routes is broken"
+    return found
 
 
 def send(app: FastAPI, method: str, path: str, client: tuple[str, int], **headers: str) -> Any:
@@ -80,13 +96,10 @@ def send(app: FastAPI, method: str, path: str, client: tuple[str, int], **header
 
 def test_every_state_changing_route_of_every_service_has_the_rule(tmp_path: Path):
     for name, app in apps(tmp_path).items():
-        routes = {(method, route.path): route for route in app.routes if isinstance(route, APIRoute)
-                  for method in route.methods}  # fmt: skip
+        routes = {(method, path): dependant for method, path, dependant in served_routes(app)}
         for method, path in state_changing(app):
-            if (name, method, path) in READ_ONLY_POSTS:
-                continue
-            route = routes[(method, path)]
-            assert guarded(route), f"{name} {method} {path} changes state without the rule"
+            guarded = is_guarded(routes[(method, path)])
+            assert guarded, f"{name} {method} {path} changes state without the rule"
             assert "401" in app.openapi()["paths"][path][method.lower()]["responses"], path
 
 
@@ -105,8 +118,6 @@ def test_without_a_token_only_loopback_changes_state(
 ):
     for name, app in apps(tmp_path).items():
         for method, path in state_changing(app):
-            if (name, method, path) in READ_ONLY_POSTS:
-                continue
             response = send(app, method, path, client, **headers)
             assert (response.status_code != 401) is allowed, (name, method, path, response.text)
             if not allowed:
@@ -119,8 +130,6 @@ def test_behind_a_trusted_proxy_the_forwarded_client_counts(tmp_path: Path):
     forged = {"X-Forwarded-For": "127.0.0.1, 203.0.113.9"}
     for name, app in proxied.items():
         for method, path in state_changing(app):
-            if (name, method, path) in READ_ONLY_POSTS:
-                continue
             assert send(app, method, path, LOOPBACK, **forged).status_code == 401, (name, path)
             local = send(app, method, path, LOOPBACK, **{"X-Forwarded-For": "::1"})
             assert local.status_code != 401, (name, path)
@@ -130,12 +139,76 @@ def test_behind_a_trusted_proxy_the_forwarded_client_counts(tmp_path: Path):
 def test_with_a_token_every_service_parses_bearer_alike(tmp_path: Path, header: str):
     for name, app in apps(tmp_path, token=TOKEN).items():
         for method, path in state_changing(app):
-            if (name, method, path) in READ_ONLY_POSTS:
-                continue
             assert send(app, method, path, EXTERNAL, Authorization=header).status_code != 401
             for wrong in ("", TOKEN, f"Token {TOKEN}", "Bearer nope"):
                 response = send(app, method, path, LOOPBACK, Authorization=wrong)
                 assert response.status_code == 401, (name, path, wrong)
+
+
+def documented_open_routes() -> dict[str, dict[str, str]]:
+    """docs/operations.md's table of open routes: service -> {"METHOD path": why}."""
+    section = OPERATIONS.read_text().split(OPEN_ROUTES_HEADING, 1)[1]
+    section = re.split(r"\n#{1,3} ", section, maxsplit=1)[0]
+    table: dict[str, dict[str, str]] = {}
+    for line in section.splitlines():
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if not line.startswith("|") or len(cells) != 3 or cells[0] == "service":
+            continue
+        if set(cells[0]) <= {"-", " "}:
+            continue  # the header's rule
+        service, route, why = cells
+        table.setdefault(service, {})[route.strip("`")] = why
+    return table
+
+
+def table_rows(open_by_service: dict[str, list[str]]) -> str:
+    """The table's rows as they should read (the why of each read is the docs' own)."""
+    rows = [f"| {EVERY_SERVICE} | `{route}` | {why} |" for route, why in SHARED_OPEN_ROUTES.items()]
+    rows += [f"| {name} | `{route}` | {READ_ONLY_WHY}: ... |"
+             for name, routes in open_by_service.items() for route in routes]  # fmt: skip
+    return "\n".join(rows)
+
+
+@pytest.mark.parametrize("name", SERVICES)
+def test_with_a_token_every_route_but_the_open_ones_answers_401(tmp_path: Path, name: str):
+    """The routes come from the app itself: a new route either has the rule or is in the
+    docs' table of open routes (and then the next test wants it to be a read)."""
+    app = app_of(name, tmp_path, token=TOKEN)
+    documented = set(documented_open_routes().get(name, {})) | set(SHARED_OPEN_ROUTES)
+    checked = 0
+    for method, path, _ in served_routes(app):
+        if f"{method} {path}" in documented:
+            continue
+        for client in (EXTERNAL, LOOPBACK):
+            response = send(app, method, path, client)
+            assert response.status_code == 401, (
+                f"{name} {method} {path} answers {response.status_code} without the token: "
+                "give it the rule (ControlDep) or, if it only reads, add it to the table of "
+                "open routes in docs/operations.md"
+            )
+            assert response.headers["content-type"] == "application/problem+json"
+        checked += 1
+    assert checked, f"{name} has no route that needs the token"
+
+
+def test_the_docs_table_of_open_routes_is_the_apps_own(tmp_path: Path):
+    documented = documented_open_routes()
+    assert documented.pop(EVERY_SERVICE) == SHARED_OPEN_ROUTES
+    actual: dict[str, list[str]] = {}
+    for name, app in apps(tmp_path, token=TOKEN).items():
+        found = open_routes(app)
+        assert set(SHARED_OPEN_ROUTES) <= set(found), name
+        actual[name] = [route for route in found if route not in SHARED_OPEN_ROUTES]
+        reads = [route for route in actual[name] if route.startswith("GET ")]
+        assert reads == actual[name], f"{name}: only reads may be open, not {actual[name]}"
+    assert {name: sorted(rows) for name, rows in documented.items()} == actual, (
+        "docs/operations.md's table of open routes differs from the apps; it should list:\n"
+        + table_rows(actual)
+    )
+    for name, rows in documented.items():
+        for route, why in rows.items():
+            assert why, (name, route, "say why it is open")
+            assert why != f"{READ_ONLY_WHY}: ...", (name, route, "say what it reads")
 
 
 def test_loopback_and_bearer_parsing():
