@@ -45,6 +45,11 @@ class PolicyEvaluation(BaseModel):
     """the win rate's 95% Wilson interval"""
     seconds: float = Field(ge=0)
     """wall time of the evaluation (training waits meanwhile)"""
+    first_seed: int = Field(0, ge=0)
+    """the episodes' seeds: first_seed, first_seed + 1, ..."""
+    emulator_steps: int = Field(0, ge=0)
+    """the emulator's work of its episodes, in steps of the frame skip (the planner's macros
+    included): work the run did beside its env steps"""
 
 
 class RunStatus(BaseModel):
@@ -112,11 +117,23 @@ class RunStatus(BaseModel):
     evaluations: list[PolicyEvaluation] = Field(default_factory=list,
                                                 max_length=MAX_EVALUATIONS_KEPT)  # fmt: skip
     """the evaluations so far (the last 64), oldest first"""
+    reports: list[PolicyEvaluation] = Field(default_factory=list, max_length=8)
+    """the winning policy played again on fresh episode seeds (evaluation.report_seed on),
+    from each start the stop rule judged it on: the figures to report"""
+    other_work: dict[str, int] = Field(default_factory=dict)
+    """the emulator's work beside the policy's env steps, in steps of the frame skip:
+    ``evaluation`` (every evaluation's and report's episodes) and ``planner_macros`` (frames
+    the planner's macros emulated in training episodes)"""
 
     @property
     def env_steps_in_all(self) -> int:
         """phase 1 and its shortening, then phase 2: what total_env_steps bounds"""
         return self.phase_one_env_steps + self.env_steps
+
+    @property
+    def emulator_steps_in_all(self) -> int:
+        """env steps in all plus the work beside them (``other_work``)"""
+        return self.env_steps_in_all + sum(self.other_work.values())
 
     @field_serializer("error")
     def _error_without_traceback(self, error: str | None) -> str | None:

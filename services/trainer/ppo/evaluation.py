@@ -3,14 +3,18 @@
 After the first iteration past each multiple of ``evaluation.every_env_steps``, the
 learner's policy network is written as the small policy file ``koholint play`` reads
 (``<run_dir>/evaluation/policy``; each result is appended to ``evaluations.jsonl`` beside
-it and to the run status) and played for ``evaluation.episodes`` episodes (seeds
-0, 1, ...) in worker processes, from ``evaluation.start`` (power-on by default) with sticky
+it and to the run status) and played for ``evaluation.episodes`` episodes (seeds from
+``evaluation.seed`` on) in worker processes, from ``evaluation.start`` (power-on by default) with sticky
 actions and the run's planner (a language-model planner is played with the rules: the same
-switch and macros). The runners wait meanwhile; the evaluation's env steps are not training
-steps and are not counted. When an evaluation wins at least ``evaluation.stop_at_win_rate``
-of its episodes (and, with ``evaluation.confirm_start``, a second evaluation from there does
-too), its policy is kept as ``<run_dir>/winning-policy`` with the run's total env steps
-(phase 1's and the training phase's) in its metadata, and the run stops.
+switch and macros). The runners wait meanwhile; the evaluation's emulator work is not
+training and is counted apart (``status.other_work["evaluation"]``). When an evaluation wins
+at least ``evaluation.stop_at_win_rate`` of its episodes (and, with
+``evaluation.confirm_start``, a second evaluation from there does too), its policy is kept as
+``<run_dir>/winning-policy`` with the run's total env steps (phase 1's and the training
+phase's) in its metadata, the run stops, and the policy is played again on
+``evaluation.report_episodes`` fresh episodes (seeds from ``evaluation.report_seed``, never
+the stop rule's) from each of those starts: the stop rule's figure chose the policy, the
+fresh one reports it (``status.reports``, ``evaluation/reports.jsonl``).
 """
 
 from __future__ import annotations
@@ -68,19 +72,40 @@ class PolicyEvaluator:
             winner = self.run_dir / WINNING_POLICY
             shutil.rmtree(winner, ignore_errors=True)
             shutil.copytree(folder, winner)
+            self.report(winner, status, total)
         return record
 
-    def _play(self, folder: Path, start: str, status: RunStatus, total: int) -> PolicyEvaluation:
-        """One evaluation of the policy in `folder` from `start`, appended to `status`."""
+    def report(self, folder: Path, status: RunStatus, total: int) -> None:
+        """The winning policy played on fresh seeds from each start the stop rule judged it
+        on: the figures a report quotes (``status.reports``, ``reports.jsonl``)."""
+        if not self.settings.report_episodes:
+            return
+        for start in filter(None, (self.settings.start, self.settings.confirm_start)):
+            record = self._play(folder, start, status, total, report=True)
+            status.reports = [*status.reports, record][-8:]
+
+    def _play(self, folder: Path, start: str, status: RunStatus, total: int, *,
+              report: bool = False) -> PolicyEvaluation:  # fmt: skip
+        """One evaluation of the policy in `folder` from `start`, appended to `status` (or a
+        report's, on the fresh seeds); its emulator work is counted."""
         started = time.perf_counter()
-        report = play_policy(load_policy(folder), self.play_settings(start))
+        settings = self.play_settings(start, report=report)
+        played = play_policy(load_policy(folder), settings)
+        frame_skip = max(1, played.frame_skip)
         record = PolicyEvaluation(
-            env_steps=status.env_steps, total_env_steps=total, start=report.start,
-            episodes=len(report.episodes), wins=report.wins, win_rate=report.win_rate,
-            interval=_rounded(report.interval()), seconds=round(time.perf_counter() - started, 1),
+            env_steps=status.env_steps, total_env_steps=total, start=played.start,
+            episodes=len(played.episodes), wins=played.wins, win_rate=played.win_rate,
+            interval=_rounded(played.interval()), seconds=round(time.perf_counter() - started, 1),
+            first_seed=settings.seed,
+            emulator_steps=sum(episode.frames for episode in played.episodes) // frame_skip,
         )  # fmt: skip
-        status.evaluations = [*status.evaluations, record][-MAX_EVALUATIONS_KEPT:]
-        with (self.run_dir / "evaluation" / "evaluations.jsonl").open("a") as log:
+        status.other_work["evaluation"] = (
+            status.other_work.get("evaluation", 0) + record.emulator_steps
+        )
+        log_name = "reports.jsonl" if report else "evaluations.jsonl"
+        if not report:
+            status.evaluations = [*status.evaluations, record][-MAX_EVALUATIONS_KEPT:]
+        with (self.run_dir / "evaluation" / log_name).open("a") as log:
             log.write(record.model_dump_json() + "\n")
         logger.info(
             "evaluation at %d env steps (%d in total): %d of %d won from %s",
@@ -94,11 +119,15 @@ class PolicyEvaluator:
         goal = self.settings.stop_at_win_rate
         return bool(goal) and record.win_rate >= goal
 
-    def play_settings(self, start: str | None = None) -> PlaySettings:
+    def play_settings(self, start: str | None = None, *, report: bool = False) -> PlaySettings:
+        """How an evaluation plays: the stop rule's episodes, or a report's fresh ones."""
         planner = self.config.planner if self.config.planner in PLAY_PLANNERS else "rules"
+        settings = self.settings
         return PlaySettings(
-            start=start or self.settings.start, episodes=self.settings.episodes, seed=0,
-            sticky=self.settings.sticky, planner=planner, workers=self.settings.processes,
+            start=start or settings.start,
+            episodes=settings.report_episodes if report else settings.episodes,
+            seed=settings.report_seed if report else settings.seed,
+            sticky=settings.sticky, planner=planner, workers=settings.processes,
         )  # fmt: skip
 
 

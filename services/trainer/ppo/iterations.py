@@ -65,7 +65,7 @@ class IterationLoop:
     def _iterate(self) -> None:
         if self.shaping:  # between iterations: a new version reaches the envs
             self.shaping.before_iteration(self.algo)
-        read_result(self.algo.train(), self.status)
+        read_result(self.algo.train(), self.status, frame_skip=self.config.env.frame_skip)
         self.status.archive_cells = self.actors.archive_cells()
         position = self.actors.curriculum_position()
         if position is not None:
@@ -86,10 +86,13 @@ class IterationLoop:
         self.checkpoints.save(self.algo, self.status, self.curve, metrics)
 
 
-def read_result(result: dict[str, Any], status: RunStatus) -> None:
+def read_result(result: dict[str, Any], status: RunStatus, *, frame_skip: int = 1) -> None:
     """An iteration's count and what RLlib's result says of it: env steps, episode metrics,
-    milestones reached, segments exported."""
+    milestones reached, segments exported, the planner's macro work."""
     runners = result.get("env_runners", {})
+    frames, steps = (_number(runners.get(key)) for key in ("emulator_frames", "episode_steps"))
+    if frames is not None and steps is not None:  # ended episodes' frames beyond their steps
+        status.other_work["planner_macros"] = max(0, int(frames) // frame_skip - int(steps))
     status.iterations += 1
     status.env_steps = int(runners.get("num_env_steps_sampled_lifetime", status.env_steps))
     # An iteration in which no episode ended reports no episode metrics: keep the last.

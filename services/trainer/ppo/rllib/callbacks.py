@@ -1,5 +1,6 @@
 """Metrics for RLlib: rooms, cells, wins and milestones per episode (averaged by the metrics
-logger), and the segments each env runner's export queue wrote, dropped and failed."""
+logger), the emulator's frames and the policy's steps of ended episodes (summed), and what
+each env runner's export queue counted."""
 
 from __future__ import annotations
 
@@ -20,6 +21,11 @@ class KoholintCallbacks(RLlibCallback):
         )
         for name, reached in (info.get("milestones") or {}).items():
             metrics_logger.log_value(f"reached_{name}", float(reached), reduce="mean", window=100)
+        # The emulator's frames beside the policy's steps: the planner's macros (counted apart)
+        metrics_logger.log_value(
+            "emulator_frames", float(info.get("frame", 0)), reduce="lifetime_sum"
+        )
+        metrics_logger.log_value("episode_steps", float(len(episode)), reduce="lifetime_sum")
 
     def on_sample_end(self, *, metrics_logger: Any = None, **kwargs: Any) -> None:
         from trainer.ppo.envs import export_counts_since_last_call

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from koholint.schemas.trainer import PolicyEvaluation, RunStatus
 from trainer.config import Deployment
-from trainer.ppo.config import TrainConfig
+from trainer.ppo.config import TrainConfig, TrainConfigError
 from trainer.ppo.curve import LearningCurve
 from trainer.ppo.evaluation import WINNING_POLICY, PolicyEvaluator
 from trainer.ppo.iterations import IterationLoop
@@ -50,8 +51,11 @@ def test_a_run_stops_only_at_its_goal(tmp_path: Path) -> None:
 class _Report:
     """What play_policy returns, as much as the evaluator reads."""
 
+    frame_skip = 4
+
     def __init__(self, start: str, wins: int) -> None:
-        self.start, self.wins, self.episodes = start, wins, [None] * 10
+        self.start, self.wins = start, wins
+        self.episodes = [SimpleNamespace(frames=400)] * 10  # 100 steps of the frame skip each
         self.win_rate = wins / 10
 
     def interval(self) -> tuple[float, float]:
@@ -72,10 +76,10 @@ def test_a_goal_reached_from_power_on_is_confirmed_from_the_second_start(
 ) -> None:  # fmt: skip
     import trainer.ppo.evaluation as evaluation
 
-    played: list[str] = []
+    played: list[tuple[str, int]] = []
 
     def play(policy: Any, settings: Any) -> _Report:
-        played.append(settings.start)
+        played.append((settings.start, settings.seed))
         return _Report(settings.start, wins[settings.start])
 
     monkeypatch.setattr(evaluation, "play_policy", play)
@@ -94,12 +98,27 @@ def test_a_goal_reached_from_power_on_is_confirmed_from_the_second_start(
 
     status = RunStatus(run="r", env_steps=1000)
     result = evaluator.won(evaluator.evaluate(Algo(), status))
-    assert played == starts
+    # A stop is reported on fresh seeds, from each start it was judged on.
+    reported = [(start, 10_000) for start in starts] if stopped else []
+    assert played == [(start, 0) for start in starts] + reported
     assert [e.start for e in status.evaluations] == starts
+    assert [(r.start, r.first_seed) for r in status.reports] == reported
+    assert status.other_work["evaluation"] == 1000 * len(played)  # 10 episodes of 100
     assert result is stopped
     assert (tmp_path / WINNING_POLICY).exists() is stopped
     logged = (tmp_path / "evaluation" / "evaluations.jsonl").read_text().splitlines()
     assert [json.loads(line)["start"] for line in logged] == starts
+
+
+def test_reported_seeds_never_overlap_the_stop_rules() -> None:
+    with pytest.raises(
+        TrainConfigError, match="report_seed 50 .* overlaps the stop rule's seeds 0-99"
+    ):
+        TrainConfig.load({"evaluation": {"report_seed": 50}}, {})
+    fresh = TrainConfig.load(
+        {"evaluation": {"seed": 200, "report_seed": 50, "report_episodes": 100}}, {}
+    )
+    assert fresh.evaluation.report_seed == 50
 
 
 def test_an_llm_planner_is_evaluated_with_the_rules(tmp_path: Path) -> None:
@@ -189,3 +208,14 @@ def test_a_run_plays_its_policy_from_power_on_and_records_the_total_steps(tmp_pa
     assert policy["source"]["env_steps"] == 768
     assert policy["planner"] == "rules"
     assert not (tmp_path / "runs/judged" / WINNING_POLICY).exists()  # no goal set
+
+
+def test_the_planners_macro_frames_are_counted_apart_from_the_policys_steps() -> None:
+    from trainer.ppo.iterations import read_result
+
+    status = RunStatus(run="r")
+    runners = {"num_env_steps_sampled_lifetime": 512, "emulator_frames": 4 * 300 + 4 * 70,
+               "episode_steps": 300}  # fmt: skip
+    read_result({"env_runners": runners}, status, frame_skip=4)
+    assert status.other_work["planner_macros"] == 70
+    assert status.emulator_steps_in_all == 512 + 70

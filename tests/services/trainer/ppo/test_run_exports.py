@@ -46,6 +46,7 @@ def test_a_run_with_redis_paused_for_writes_announces_every_segment_once(
     export = status.export
     assert export["written"] == export["announced"] == stored, export
     assert export["unannounced"] == export["lost"] == 0, export
+    assert status.other_work["planner_macros"] == 0  # ended episodes counted; no planner here
     announced = collections.Counter(streamed)
     assert len(announced) == stored
     assert set(announced.values()) == {1}
