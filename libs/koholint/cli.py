@@ -7,9 +7,13 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from koholint.baselines.settings import CHECKPOINT_PREFIX, PlayCommandSettings
 from koholint.explore.command import register as add_explore
+from koholint.flags import add_setting_flags, environment_values, flag_errors, setting_values
 from koholint.fsck import register as add_store
 from koholint.game.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
 from koholint.teachers import shorten_win
@@ -17,10 +21,6 @@ from koholint.teachers import shorten_win
 if TYPE_CHECKING:
     from koholint.baselines.episode import PlayedEpisode
 
-POLICIES = ("noop", "random", "walkthrough", "explorer")
-CHECKPOINT_PREFIX = "checkpoint:"
-MAX_EPISODES = 100
-MAX_STEPS = 10_000_000
 BASELINE_STEPS = 25_000
 _ROW = "{:<12}{:<18}{:>5}{:>7}{:>7}{:>9}{:>8}{:>5}"
 
@@ -31,32 +31,39 @@ def _rom_argument(value: str | None) -> Path | None:
 
 
 # -- play ---------------------------------------------------------------------
-def _starts(args: argparse.Namespace, rom: Path | None) -> list[str]:
+def _starts(settings: PlayCommandSettings, rom: Path | None) -> list[str]:
     from koholint.game.states import STATE_NAMES, UnknownStateError
 
     if rom is not None:
         return ["power_on"]  # named states belong to the cartridge
-    if args.start == "power-on":
+    if settings.start == "power-on":
         return ["power_on"]
-    if args.start == "all":
+    if settings.start == "all":
         return list(STATE_NAMES)
-    if args.start != "power_on" and args.start not in STATE_NAMES:
+    if settings.start != "power_on" and settings.start not in STATE_NAMES:
         raise UnknownStateError(
-            f"unknown start {args.start!r}; choose power_on, all or one of {', '.join(STATE_NAMES)}"
+            f"unknown start {settings.start!r}; choose power_on, all or one of {', '.join(STATE_NAMES)}"
         )
-    return [args.start]
+    return [settings.start]
 
 
 def cmd_play(args: argparse.Namespace) -> int:
     from koholint.baselines.play import run_episode
 
-    rom = _rom_argument(args.rom)
-    policies = args.policy or ["walkthrough", "random"]
+    try:
+        settings = PlayCommandSettings(
+            **{**environment_values(PlayCommandSettings, os.environ), **setting_values(args)}
+        )
+    except ValidationError as error:
+        print(f"koholint play: {flag_errors(error)}", file=sys.stderr)
+        return 2
+    rom = Path(settings.rom) if settings.rom else None
+    policies = settings.policy
     trained = [policy for policy in policies if policy.startswith(CHECKPOINT_PREFIX)]
     if trained:
-        return _play_trained(args, policies, rom)
-    if any(getattr(args, name) is not None for name in _TRAINED_ONLY):
-        flags = ", ".join("--" + name for name in _TRAINED_ONLY)
+        return _play_trained(settings, rom)
+    if any(getattr(settings, name) is not None for name in settings.trained_only):
+        flags = ", ".join("--" + name for name in settings.trained_only)
         print(f"koholint play: {flags} apply to --policy checkpoint:PATH only", file=sys.stderr)
         return 2
     if rom is not None and "walkthrough" in policies:
@@ -65,19 +72,19 @@ def cmd_play(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    starts = _starts(args, rom)
+    starts = _starts(settings, rom)
     results = []
     print(_ROW.format("policy", "start", "seed", "rooms", "cells", "return", "steps", "won"))
     for policy in policies:
         for start in ["power_on"] if policy == "walkthrough" else starts:
-            for seed in range(args.seed, args.seed + args.episodes):
+            for seed in range(settings.seed, settings.seed + settings.episodes):
                 result = run_episode(
                     policy,
                     seed=seed,
                     start=None if start == "power_on" else start,
-                    max_steps=args.max_steps or BASELINE_STEPS,
+                    max_steps=settings.max_steps or BASELINE_STEPS,
                     rom=str(rom) if rom else None,
-                    trajectory=Path(args.out) / f"{policy}-{start}-seed{seed}.jsonl",
+                    trajectory=Path(settings.out) / f"{policy}-{start}-seed{seed}.jsonl",
                 )
                 results.append(result)
                 print(
@@ -94,17 +101,15 @@ def cmd_play(args: argparse.Namespace) -> int:
                 )
     if len(results) > 1:
         _print_summary(results)
-    print(f"trajectories in {args.out}/")
+    print(f"trajectories in {settings.out}/")
     return 0
 
 
-_TRAINED_ONLY = ("sticky", "planner", "export", "greedy", "workers")
-
-
-def _play_trained(args: argparse.Namespace, policies: list[str], rom: Path | None) -> int:
+def _play_trained(settings: PlayCommandSettings, rom: Path | None) -> int:
     """`--policy checkpoint:PATH`: one trained policy, in the env settings it trained with."""
     from koholint.baselines.play import play_checkpoint
 
+    policies = settings.policy
     if len(policies) > 1:
         print("koholint play: play a checkpoint: policy on its own (one --policy)", file=sys.stderr)
         return 2
@@ -113,11 +118,11 @@ def _play_trained(args: argparse.Namespace, policies: list[str], rom: Path | Non
               f"(and {ROM_ENV_VARIABLE})", file=sys.stderr)  # fmt: skip
         return 2
     report = play_checkpoint(
-        Path(policies[0].removeprefix(CHECKPOINT_PREFIX)), start=args.start,
-        episodes=args.episodes, seed=args.seed, sticky=args.sticky, planner=args.planner,
-        max_steps=args.max_steps, greedy=bool(args.greedy),
-        workers=1 if args.workers is None else args.workers,
-        export=Path(args.export) if args.export else None,
+        Path(policies[0].removeprefix(CHECKPOINT_PREFIX)), start=settings.start,
+        episodes=settings.episodes, seed=settings.seed, sticky=settings.sticky,
+        planner=settings.planner, max_steps=settings.max_steps, greedy=bool(settings.greedy),
+        workers=1 if settings.workers is None else settings.workers,
+        export=Path(settings.export) if settings.export else None,
     )  # fmt: skip
     return 0 if report.episodes else 1
 
@@ -193,6 +198,19 @@ def cmd_cartridge_record(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cartridge_generate(args: argparse.Namespace) -> int:
+    from koholint.game.rom import bundled_cartridge
+    from koholint.game.worldgen import generate, write_world
+
+    world = generate(args.seed, args.size)
+    rom, card = write_world(world, bundled_cartridge().read_bytes(), Path(args.out))
+    print(
+        f"world {args.size} seed {args.seed}: {len(world.world.rooms)} rooms, a route of "
+        f"{len(world.route)} steps -> {rom}, {card}"
+    )
+    return 0
+
+
 def cmd_schemas_export(args: argparse.Namespace) -> int:
     from koholint.game.state import game_state_schema_json, schema_path
     from koholint.schemas.evaluator import schema_files as score_schema_files
@@ -230,9 +248,30 @@ def installed_services() -> dict[str, str]:
     return {point.name: point.value for point in entry_points(group=SERVICE_GROUP)}
 
 
+class ServeSettings(BaseModel):
+    """Where ``koholint serve NAME`` listens (the service's own settings are its
+    ``KOHOLINT_<NAME>_*``)."""
+
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
+    environment_prefix: ClassVar[str] = "KOHOLINT_SERVE_"
+
+    host: str = Field("127.0.0.1", min_length=1, max_length=255)
+    """the address to listen on; the service learns it (its KOHOLINT_<NAME>_HOST, unless set),
+    and beyond loopback a service that changes state wants a token"""
+    port: int = Field(8000, ge=1, le=65_535)
+    """the port to listen on"""
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
+    try:
+        settings = ServeSettings(
+            **{**environment_values(ServeSettings, os.environ), **setting_values(args)}
+        )
+    except ValidationError as error:
+        print(f"koholint serve: {flag_errors(error)}", file=sys.stderr)
+        return 2
     services = installed_services()
     if args.service not in services:
         print(
@@ -244,11 +283,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 2
     # The service's settings learn the address it listens on (e.g. to require a token
     # for control beyond loopback); an explicit setting in the environment wins.
-    os.environ.setdefault(f"KOHOLINT_{args.service.upper().replace('-', '_')}_HOST", args.host)
+    os.environ.setdefault(f"KOHOLINT_{args.service.upper().replace('-', '_')}_HOST", settings.host)
     # Forwarded headers are read by koholint.web.auth from the configured proxies only;
     # uvicorn's own handling would believe them from any loopback peer.
     uvicorn.run(
-        services[args.service], factory=True, host=args.host, port=args.port, log_level="info",
+        services[args.service], factory=True, host=settings.host, port=settings.port, log_level="info",
         proxy_headers=False, forwarded_allow_ips="",
     )  # fmt: skip
     return 0
@@ -278,73 +317,13 @@ def _not_installed(command: str, reason: str) -> Any:
 
 
 # -- parser ---------------------------------------------------------------------
-def _policy_argument(value: str) -> str:
-    if value in POLICIES or (
-        value.startswith(CHECKPOINT_PREFIX) and len(value) > len(CHECKPOINT_PREFIX)
-    ):
-        return value
-    raise argparse.ArgumentTypeError(
-        f"{value!r}: choose {', '.join(POLICIES)} or checkpoint:PATH (a trainer checkpoint "
-        "folder or a policy folder)"
-    )
-
-
-def _sticky_argument(value: str) -> float:
-    try:
-        probability = float(value)
-    except ValueError:
-        probability = -1.0
-    if not 0.0 <= probability < 1.0:
-        raise argparse.ArgumentTypeError(
-            f"{value!r}: a probability, 0 <= p < 1 (training uses 0.25)"
-        )
-    return probability
-
-
-def _workers_argument(value: str) -> int:
-    from koholint.baselines.trained import MAX_WORKERS
-
-    if not value.isdigit() or not 1 <= int(value) <= MAX_WORKERS:
-        raise argparse.ArgumentTypeError(f"{value!r}: use 1..{MAX_WORKERS} processes")
-    return int(value)
-
-
 def _add_play(commands: argparse._SubParsersAction) -> None:
     play = commands.add_parser(
         "play",
         help="play episodes with baseline policies or a trained policy; print what each reached",
+        description="Every setting: --flag > environment variable > default.",
     )
-    play.add_argument("--policy", action="append", type=_policy_argument, metavar="POLICY",
-                      help=f"who plays: {', '.join(POLICIES)} (repeatable; default: walkthrough "
-                      "and random), or checkpoint:PATH, a trained policy (a trainer checkpoint "
-                      "folder, or a folder from koholint export-policy)")  # fmt: skip
-    play.add_argument(
-        "--episodes", type=int, default=1, help="episodes per policy and start, one seed each"
-    )
-    play.add_argument("--seed", type=int, default=0, help="first seed (default 0)")
-    play.add_argument("--start", default="start_of_play",
-                      help="a named save state, 'power_on' (or power-on), or 'all' for every "
-                      "named state; a trained policy also takes demo:<trajectory.actions>@<step>")  # fmt: skip
-    play.add_argument("--max-steps", type=int, default=None,
-                      help="steps per episode (default 25000 = 100000 frames at frame skip 4; "
-                      "a trained policy: its training episode length)")  # fmt: skip
-    play.add_argument("--sticky", type=_sticky_argument, default=None, metavar="P",
-                      help="trained policy: sticky-action probability (default: as trained)")  # fmt: skip
-    play.add_argument("--planner", choices=("rules", "off"), default=None,
-                      help="trained policy: hybrid control (default: as trained)")  # fmt: skip
-    play.add_argument("--export", metavar="DIR", default=None,
-                      help="trained policy: write each episode as a GIF, and play.json, into DIR")  # fmt: skip
-    play.add_argument("--greedy", action="store_true", default=None,
-                      help="trained policy: take the most likely action (default: sample, as in training)")  # fmt: skip
-    play.add_argument("--workers", type=_workers_argument, default=None, metavar="N",
-                      help="trained policy: processes playing episodes side by side (default 1; "
-                      "each episode's seed fixes it, so the results are the same)")  # fmt: skip
-    play.add_argument(
-        "--out", default="runs/play", help="folder for the baselines' JSONL trajectories"
-    )
-    play.add_argument(
-        "--rom", help=f"a Game Boy ROM instead of the cartridge (or set {ROM_ENV_VARIABLE})"
-    )
+    add_setting_flags(play, PlayCommandSettings)
     play.set_defaults(handler=cmd_play)
 
 
@@ -356,10 +335,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_service_commands(commands)
     add_store(commands)
 
-    serve = commands.add_parser("serve", help="run a service over HTTP")
+    serve = commands.add_parser(
+        "serve",
+        help="run a service over HTTP",
+        description="Every setting: --flag > environment variable > default.",
+    )
     serve.add_argument("service", help=f"one of: {', '.join(sorted(installed_services()))}")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
+    add_setting_flags(serve, ServeSettings)
     serve.set_defaults(handler=cmd_serve)
 
     replay = commands.add_parser(
@@ -378,11 +360,19 @@ def build_parser() -> argparse.ArgumentParser:
     info.set_defaults(handler=cmd_rom_info)
 
     cartridge = commands.add_parser("cartridge", help="the open test cartridge")
-    record = cartridge.add_subparsers(dest="cartridge_command", required=True).add_parser(
+    cartridge_commands = cartridge.add_subparsers(dest="cartridge_command", required=True)
+    record = cartridge_commands.add_parser(
         "record", help="re-record the walkthrough and the named save states"
     )
     record.add_argument("--out", help="write into this folder instead of the package data")
     record.set_defaults(handler=cmd_cartridge_record)
+    generate = cartridge_commands.add_parser(
+        "generate", help="write a generated world's ROM and card (DIR/cartridge.gb, world.json)"
+    )
+    generate.add_argument("--seed", type=int, required=True, help="the world's seed")
+    generate.add_argument("--size", choices=("small", "medium", "large"), default="small")
+    generate.add_argument("--out", required=True, help="the folder to write into")
+    generate.set_defaults(handler=cmd_cartridge_generate)
 
     schemas = commands.add_parser("schemas", help="JSON Schemas of the wire contracts")
     export = schemas.add_subparsers(dest="schemas_command", required=True).add_parser(
@@ -401,15 +391,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     from koholint.trajectory.jsonl import TrajectoryError
 
     args = build_parser().parse_args(argv)
-    if args.command == "play" and not (
-        1 <= args.episodes <= MAX_EPISODES
-        and (args.max_steps is None or 1 <= args.max_steps <= MAX_STEPS)
-    ):
-        print(
-            f"koholint play: --episodes must be 1..{MAX_EPISODES} and --max-steps 1..{MAX_STEPS}",
-            file=sys.stderr,
-        )
-        return 2
     try:
         return int(args.handler(args))
     except (InvalidRomError, UnknownStateError, TrajectoryError, PolicyFileError) as error:

@@ -32,6 +32,7 @@ import numpy as np
 
 from koholint import ENV_ID
 from koholint.baselines.episode import PlayedEpisode
+from koholint.baselines.settings import MAX_WORKERS
 from koholint.env.encoding import ENCODINGS, encoder_version, encoding_size
 from koholint.env.zelda import Action, EnvConfig, EnvConfigError, ZeldaEnv, progress_level
 from koholint.game.states import STATE_NAMES
@@ -50,7 +51,6 @@ PLAY_PLANNERS = ("rules", "off")
 MAX_LAYERS = 16
 MAX_WIDTH = 4096
 MAX_TRAJECTORY_ACTIONS = 1_000_000
-MAX_WORKERS = 64
 GIF_EVERY = 3
 """An exported episode keeps every third screen (the phase-1 GIF's rate)."""
 Z_95 = 1.959963984540054

@@ -66,3 +66,22 @@ def test_rom_info_refuses_a_non_rom(tmp_path: Path, capsys):
 
 def test_schemas_check(capsys):
     assert main(["schemas", "export", "--check"]) == 0
+
+
+@pytest.mark.parametrize(
+    ("command", "model"), [("play", "PlayCommandSettings"), ("serve", "ServeSettings")]
+)
+def test_the_help_names_every_settings_variable_and_default(command: str, model: str, capsys):
+    from koholint.baselines.settings import PlayCommandSettings
+    from koholint.cli import ServeSettings
+    from koholint.flags import default_settings, variable_of
+
+    settings = {"PlayCommandSettings": PlayCommandSettings, "ServeSettings": ServeSettings}[model]
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    defaults = default_settings(settings)
+    for name in settings.model_fields:
+        shown = getattr(defaults, name)
+        assert f"({variable_of(settings, name)}; default {shown})" in text
+    assert "KOHOLINT_ROM" in text if command == "play" else "KOHOLINT_SERVE_PORT" in text

@@ -213,7 +213,8 @@ def test_episodes_out_of_range_are_refused(tmp_path, capsys, episodes):
     up = constant_policy(tmp_path / "up", Action.UP)
     code, _, err = play(capsys, "--policy", f"checkpoint:{up}", "--episodes", episodes)
     assert code == 2
-    assert "--episodes must be 1..100" in err
+    assert "--episodes: Input should be" in err
+    assert ("greater than or equal to 1" if episodes == "0" else "less than or equal to 100") in err
 
 
 @pytest.mark.parametrize(
@@ -234,12 +235,12 @@ def test_bad_starts_are_refused(tmp_path, capsys, start, message):
 
 def test_bad_flags_are_refused(tmp_path, capsys):
     up = constant_policy(tmp_path / "up", Action.UP)
-    with pytest.raises(SystemExit):
-        main(["play", "--policy", f"checkpoint:{up}", "--sticky", "1.5"])
-    assert "0 <= p < 1" in capsys.readouterr().err
-    with pytest.raises(SystemExit):
-        main(["play", "--policy", f"checkpoint:{up}", "--workers", "0"])
-    assert "use 1..64 processes" in capsys.readouterr().err
+    code, _, err = play(capsys, "--policy", f"checkpoint:{up}", "--sticky", "1.5")
+    assert code == 2
+    assert "--sticky: Value error, 1.5: a probability, 0 <= p < 1" in err
+    code, _, err = play(capsys, "--policy", f"checkpoint:{up}", "--workers", "0")
+    assert code == 2
+    assert "--workers: Value error, 0: use 1..64 processes" in err
     code, _, err = play(capsys, "--policy", f"checkpoint:{up}", "--policy", "random")
     assert code == 2
     assert "on its own" in err
