@@ -50,3 +50,30 @@ def test_the_table_shows_shaping_per_step_and_the_version(capsys):
 def test_bad_arguments_are_refused(capsys):
     assert main(["loop", "--bursts", "1"]) == 2
     assert "--bursts: Input should be greater than or equal to 2" in capsys.readouterr().err
+
+
+def test_the_help_names_every_settings_variable_and_default(capsys):
+    from koholint.flags import default_settings, variable_of
+    from orchestrator.config import Settings
+
+    with pytest.raises(SystemExit):
+        main(["loop", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    defaults = default_settings(Settings)
+    for name in Settings.model_fields:
+        assert f"({variable_of(Settings, name)}; default {getattr(defaults, name)})" in text
+    # the trainer's settings it hands on, when given, name the trainer's variables
+    assert "(KOHOLINT_TRAINER_REWARD__SHAPING_SCALE; default the trainer's)" in text
+
+
+def test_trainer_settings_reach_train_only_when_given(tmp_path: Path):
+    from orchestrator.online import OnlineLoop, OnlinePlan
+
+    plan = OnlinePlan("r", 100, str(tmp_path / "store"), str(tmp_path / "runs"))
+    command = OnlineLoop(plan).train_command()
+    assert "--reward-mode" not in command  # the trainer's default (or its variable) holds
+    assert "--refit-every" not in command
+    assert command[command.index("--checkpoint-every-iterations") + 1] == "5"
+    bonus = OnlinePlan("r", 100, str(tmp_path / "store"), str(tmp_path / "runs"), mode="bonus")
+    command = OnlineLoop(bonus).train_command()
+    assert command[command.index("--reward-mode") + 1] == "bonus"
