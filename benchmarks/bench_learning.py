@@ -88,13 +88,6 @@ PPO_CONFIGS: dict[str, dict[str, Any]] = {
         **ROBUSTIFY,
         "imitation": {**ROBUSTIFY["imitation"], "clone_epochs": 400},
     },
-    # + episodes that fall behind the demonstration's pace end (curriculum.deadlines): the
-    # steps a lost episode burns at the frontier go to new attempts
-    "robustify+clone+deadlines": {
-        **ROBUSTIFY,
-        "curriculum": {**ROBUSTIFY["curriculum"], "deadlines": True},
-        "imitation": {**ROBUSTIFY["imitation"], "clone_epochs": 400},
-    },
 }
 WINDOW = 100
 

@@ -12,22 +12,11 @@ window would give, without waiting for the episodes that cannot change it.
 With `passes` > 1, once the start has reached the beginning and wins there, the curriculum
 walks the route again from the end, with the policy it has now: a policy that walked the
 route once wins from the beginning only now and then; walking it again with what it learned
-is what makes it robust (BENCHMARKS.md, "Phase 2 in one leg").
-
-Deadlines (``deadlines``): an episode that falls behind the demonstration ends. Each
-milestone of the route (``koholint.env.zelda.MILESTONES``, counted, so their order may
-differ) that the demo reaches after the episode's start must be reached within
-``time_factor`` times the demo's steps to it, plus the slack; a start past the walk's
-stall, say 300 steps before the dungeon's door with 600 to the win, is given up after
-~960 steps instead of ~1,860. Most episodes at the curriculum's frontier fail: the steps
-they burn after they are lost are what a walk of the route costs.
+is what makes it robust.
 
 Swarming (the Pokémon Red agent's, and the closest Zelda project's "advancing checkpoint"):
 when any env reaches a progress level higher than any before, its state becomes the swarm
-state, and a share of episodes start there. Review: a share of episodes
-start at a random demo state later than the current start, so the route already learned is
-practised again while the curriculum works on earlier starts, and the whole route once it is
-done.
+state, and a share of episodes start there.
 
 Both are shared by every env of a run through a source (``CurriculumSource``): in-process
 ``LocalCurriculum``, or an actor behind the same methods (the trainer's).
@@ -39,13 +28,13 @@ import math
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, SupportsFloat
+from typing import Any, Protocol, SupportsFloat
 
 import gymnasium as gym
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from koholint.env.zelda import ZeldaEnv, milestones, progress_level
+from koholint.env.zelda import ZeldaEnv, progress_level
 from koholint.game.ram import GameplayType, MotionState, RamAddress
 from koholint.schemas.fields import JsonFloat, JsonInt
 
@@ -59,32 +48,27 @@ _HEALTH_PER_HEART = 8
 
 @dataclass(frozen=True)
 class DemoState:
-    """A state of the winning trajectory: `step` actions from the start lead to it, and it
-    has reached `milestones` of the route's milestones."""
+    """A state of the winning trajectory: `step` actions from the start lead to it."""
 
     step: int
     state: bytes
-    milestones: int = 0
 
 
 @dataclass(frozen=True)
 class Start:
     """Where an episode starts: a demo state (`step` >= 0), a swarm state (`step` = -1) or
-    the env's own start (None state); `budget` is the steps it may take, and `deadlines`
-    (milestones reached, by this many steps) the pace it must keep (settings.deadlines)."""
+    the env's own start (None state); `budget` is the steps it may take."""
 
     state: bytes | None
     step: int
     budget: int
-    deadlines: tuple[tuple[int, int], ...] = ()
 
 
 class CurriculumSource(Protocol):
     def start(self, seed: int) -> Start: ...
 
-    def report(self, step: int, won: bool, reached: int = -1) -> None:
-        """An episode that started at demo step `step` ended (won or not), having reached
-        `reached` of the route's milestones (-1: not said)."""
+    def report(self, step: int, won: bool) -> None:
+        """An episode that started at demo step `step` ended, won or not."""
         ...
 
     def offer(self, level: int, state: bytes) -> None:
@@ -96,8 +80,6 @@ class CurriculumSource(Protocol):
 
 SUCCESS_WINDOW = 20
 """episodes from the current start its success share is measured over"""
-FAILURE_WINDOW = 100
-"""losses from the beginning that review_where="failures" spreads its starts over"""
 
 
 class CurriculumSettings(BaseModel):
@@ -114,18 +96,8 @@ class CurriculumSettings(BaseModel):
     passes: JsonInt = Field(1, ge=1, le=100)
     """walks of the route from the end; a new one starts when the policy wins from the
     beginning (threshold), until this many were made"""
-    review_share: JsonFloat = Field(0.0, ge=0, lt=1)
-    """share of episodes that start at a random trajectory state later than the current
-    start (the route already learned, practised again so it is not forgotten)"""
-    review_where: Literal["route", "failures"] = "route"
-    """where review starts fall: anywhere on the route after the current start ("route"), or
-    in the stretches between milestones where the latest episodes from the beginning lost,
-    in proportion to their losses ("failures": none until one has lost)"""
     time_factor: JsonFloat = Field(2.0, gt=0, le=100)
     """an episode from demo step s may take this times (length - s), plus 64, steps"""
-    deadlines: StrictBool = False
-    """an episode ends when it falls behind: each milestone the demo reaches at step t after
-    the start s must be reached within time_factor * (t - s) + 64 steps"""
     heal_starts: StrictBool = False
     """demo starts have Link's hearts full: phase 1's random walk may cross a fight at half a
     heart, an edge a policy under sticky actions cannot repeat (episodes from the beginning,
@@ -160,7 +132,7 @@ class LocalCurriculum:
         self.demo = list(demo)
         self.demo_length = demo_length
         self.threshold, self.window, self.move_by = settings.threshold, window, settings.move_by
-        self.swarm_share, self.review_share = settings.swarm_share, settings.review_share
+        self.swarm_share = settings.swarm_share
         self.time_factor, self.slack = settings.time_factor, slack
         self.max_episode_steps = max_episode_steps
         self.position = len(self.demo) - 1
@@ -171,10 +143,6 @@ class LocalCurriculum:
         self._swarm: tuple[int, bytes] | None = None
         self.moves: list[int] = []
         """the demo step of every start the curriculum moved to, in order"""
-        self._first_with = _first_steps_with(self.demo) if settings.deadlines else {}
-        self.failed_at: deque[int] = deque(maxlen=FAILURE_WINDOW)
-        """milestones reached by the latest episodes from the beginning that lost"""
-        self._stretches = _stretches(self.demo)
 
     @property
     def start_step(self) -> int:
@@ -185,49 +153,20 @@ class LocalCurriculum:
         rng = np.random.default_rng(seed)
         if self._swarm is not None and rng.random() < self.swarm_share:
             return Start(self._swarm[1], -1, self.max_episode_steps)
-        # demo states after the current start (demo state 0 is the env's own start)
-        learned = max(self.position + 1, 1)
-        if learned < len(self.demo) and rng.random() < self.review_share:
-            review = self._review_index(rng, learned)
-            if review is not None:
-                return self._start_at(self.demo[review])
         if self.position < 0:
             return replace(self._start_at(self.demo[0]), state=None,
                            budget=self.max_episode_steps)  # fmt: skip
         return self._start_at(self.demo[self.position])
 
-    def _review_index(self, rng: np.random.Generator, learned: int) -> int | None:
-        """A demo state after the current start to review: any, or one in a stretch where
-        episodes from the beginning lost, drawn in proportion to the losses there."""
-        if self.settings.review_where == "route":
-            return int(rng.integers(learned, len(self.demo)))
-        weights = np.zeros(len(self.demo))
-        for reached in self.failed_at:
-            first, end = self._stretches.get(reached, (0, 0))
-            first = max(first, learned)
-            if end > first:
-                weights[first:end] += 1.0 / (end - first)
-        total = weights.sum()
-        return int(rng.choice(len(self.demo), p=weights / total)) if total > 0 else None
-
     def _start_at(self, demo: DemoState) -> Start:
-        budget = self._budget(demo.step)
-        deadlines = tuple(
-            (count, by)
-            for count, first in sorted(self._first_with.items())
-            if count > demo.milestones and (by := self._budget(demo.step, first)) < budget
-        )
-        return Start(demo.state, demo.step, budget, deadlines)
+        return Start(demo.state, demo.step, self._budget(demo.step))
 
-    def _budget(self, start: int, until: int | None = None) -> int:
-        """Steps an episode from demo step `start` may take to demo step `until` (the win)."""
-        until = self.demo_length if until is None else until
-        wanted = int(self.time_factor * (until - start)) + self.slack
+    def _budget(self, start: int) -> int:
+        """Steps an episode from demo step `start` may take to the win."""
+        wanted = int(self.time_factor * (self.demo_length - start)) + self.slack
         return min(wanted, self.max_episode_steps)
 
-    def report(self, step: int, won: bool, reached: int = -1) -> None:
-        if step == 0 and not won and reached >= 0:
-            self.failed_at.append(reached)
+    def report(self, step: int, won: bool) -> None:
         if step != self.start_step or step < 0:
             return  # an episode from an older start, or from the swarm
         self._results.append(won)
@@ -256,7 +195,7 @@ class LocalCurriculum:
         return {
             "position": self.position, "pass": self.pass_number, "demo_states": len(self.demo),
             "demo_length": self.demo_length, "moves": list(self.moves),
-            "results": list(self._results), "failed_at": list(self.failed_at),
+            "results": list(self._results),
         }  # fmt: skip
 
     def restore(self, state: dict[str, Any]) -> None:
@@ -276,8 +215,6 @@ class LocalCurriculum:
         self.position, self.pass_number = position, int(state.get("pass", 1))
         self.moves = [int(step) for step in state.get("moves", [])]
         self._results = deque((bool(won) for won in state.get("results", [])), maxlen=self.window)
-        self.failed_at = deque((int(reached) for reached in state.get("failed_at", [])),
-                               maxlen=FAILURE_WINDOW)  # fmt: skip
 
     def offer(self, level: int, state: bytes) -> None:
         if self._swarm is None or level > self._swarm[0]:
@@ -285,25 +222,6 @@ class LocalCurriculum:
 
     def swarm_level(self) -> int:
         return self._swarm[0] if self._swarm is not None else -1
-
-
-def _stretches(demo: Sequence[DemoState]) -> dict[int, tuple[int, int]]:
-    """For each count of milestones, the demo states (first index, end index) that have
-    reached exactly that many: the stretch of the route before the next milestone."""
-    stretches: dict[int, tuple[int, int]] = {}
-    for index, state in enumerate(demo):
-        first, _ = stretches.get(state.milestones, (index, index))
-        stretches[state.milestones] = (first, index + 1)
-    return stretches
-
-
-def _first_steps_with(demo: Sequence[DemoState]) -> dict[int, int]:
-    """For each count of milestones the demo reaches, the first demo step that has it."""
-    firsts: dict[int, int] = {}
-    for state in demo:
-        for count in range(1, state.milestones + 1):
-            firsts.setdefault(count, state.step)
-    return firsts
 
 
 class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
@@ -334,7 +252,6 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
         self.end_on_death = end_on_death
         self._start = Start(None, 0, 1)
         self._steps = 0
-        self._deadlines: list[tuple[int, int]] = []
         self._swarm_level = -1
 
     def reset(
@@ -348,17 +265,9 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
             options["start_state"] = self._start.state
         observation, info = self.env.reset(seed=seed, options=options)
         self._steps = 0
-        self._deadlines = list(self._start.deadlines)
         self._swarm_level = self.source.swarm_level()
         info["curriculum"] = {"start_step": self._start.step, "swarm_level": self._swarm_level}
         return observation, info
-
-    def _behind(self, zelda: ZeldaEnv) -> bool:
-        """Whether a due deadline is missed (the ones met are dropped)."""
-        reached = milestone_count(zelda)
-        while self._deadlines and self._deadlines[0][0] <= reached:
-            self._deadlines.pop(0)
-        return bool(self._deadlines) and self._steps >= self._deadlines[0][1]
 
     def step(self, action: Any) -> tuple[np.ndarray, SupportsFloat, bool, bool, dict[str, Any]]:
         observation, reward, terminated, truncated, info = self.env.step(action)
@@ -373,19 +282,12 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
                 self._swarm_level = self.source.swarm_level()
         if not terminated and self._steps >= self._start.budget:
             truncated = True
-        if self._deadlines and self._steps >= self._deadlines[0][1] and not terminated:
-            truncated = truncated or self._behind(zelda)
         if self.end_on_death and not terminated and raw.motion == _PASS_OUT:
             truncated = True
         if terminated or truncated:
             won = bool(terminated) and raw.gameplay_type == _CREDITS
-            self.source.report(self._start.step, won, milestone_count(zelda))
+            self.source.report(self._start.step, won)
         return observation, reward, terminated, truncated, info
-
-
-def milestone_count(zelda: ZeldaEnv) -> int:
-    """How many of the route's milestones the game in `zelda` has reached."""
-    return sum(milestones(zelda.gameboy.memory, zelda.raw_state).values())
 
 
 def demo_states(
@@ -411,13 +313,13 @@ def demo_states(
             "sticky_action_probability=0 and latch_steps=1 (phase 1 explored without them)"
         )
     env.reset(seed=seed)
-    states = [DemoState(0, _saved(zelda, heal), milestone_count(zelda))]
+    states = [DemoState(0, _saved(zelda, heal))]
     for index, action in enumerate(trajectory[:-1], start=1):
         _, _, terminated, truncated, _ = env.step(action)
         if terminated or truncated:
             raise ValueError(f"the trajectory ended the episode at step {index}, before its end")
         if index % every == 0 and not zelda.raw_state.transition:
-            states.append(DemoState(index, _saved(zelda, heal), milestone_count(zelda)))
+            states.append(DemoState(index, _saved(zelda, heal)))
     return states
 
 

@@ -86,8 +86,8 @@ class CurriculumActor:
     def start(self, seed: int) -> Start:
         return self.curriculum.start(seed)
 
-    def report(self, step: int, won: bool, reached: int = -1) -> None:
-        self.curriculum.report(step, won, reached)
+    def report(self, step: int, won: bool) -> None:
+        self.curriculum.report(step, won)
 
     def offer(self, level: int, state: bytes) -> None:
         self.curriculum.offer(level, state)
@@ -114,8 +114,8 @@ class RayCurriculumSource:
     def start(self, seed: int) -> Start:
         return ray.get(self.actor.start.remote(seed))  # type: ignore[no-any-return]
 
-    def report(self, step: int, won: bool, reached: int = -1) -> None:
-        self.actor.report.remote(step, won, reached)
+    def report(self, step: int, won: bool) -> None:
+        self.actor.report.remote(step, won)
 
     def offer(self, level: int, state: bytes) -> None:
         self.actor.offer.remote(level, state)

@@ -107,62 +107,6 @@ def test_swarming_sends_a_share_of_episodes_to_the_best_level():
     assert 0.18 < len(swarmed) / len(starts) < 0.32
 
 
-def test_review_starts_a_share_of_episodes_on_the_route_already_learned():
-    curriculum = curriculum_over(DEMO, 40, threshold=0.5, window=2, review_share=0.5)
-    assert {curriculum.start(seed).step for seed in range(50)} == {32}  # nothing learned yet
-    curriculum.report(32, True)
-    curriculum.report(32, True)
-    curriculum.report(24, True)
-    curriculum.report(24, True)  # the start is 16: 24 and 32 were learned
-    starts = [curriculum.start(seed) for seed in range(400)]
-    steps = [start.step for start in starts]
-    assert set(steps) == {16, 24, 32}
-    assert 0.4 < steps.count(16) / len(steps) < 0.6
-    assert abs(steps.count(24) - steps.count(32)) < 60  # uniform over what was learned
-    review = next(start for start in starts if start.step == 24)
-    assert (review.state, review.budget) == (b"state-24", 2 * (40 - 24) + 64)
-    curriculum.report(24, True)
-    curriculum.report(32, True)  # wins from review starts do not move the curriculum
-    assert curriculum.start_step == 16
-    assert curriculum.success_rate() == 0.0
-    for _ in range(6):
-        curriculum.report(curriculum.start_step, True)
-    assert curriculum.position == -1  # done: the env's own start, or review on the whole route
-    assert {curriculum.start(seed).step for seed in range(200)} == {0, 8, 16, 24, 32}
-
-
-def test_review_on_failures_starts_where_episodes_from_the_beginning_lose():
-    # milestones along the demo: 0 0 | 1 1 1 | 2 (three stretches)
-    demo = [DemoState(step, f"state-{step}".encode(), count)
-            for step, count in zip((0, 8, 16, 24, 32, 40), (0, 0, 1, 1, 1, 2), strict=True)]  # fmt: skip
-    curriculum = curriculum_over(demo, 48, threshold=1.0, window=1, review_share=0.5,
-                                 review_where="failures")  # fmt: skip
-    for _ in range(6):  # the walk: 40 -> ... -> 0 -> the env's own start
-        curriculum.report(curriculum.start_step, True)
-    assert curriculum.position == -1
-    assert {curriculum.start(seed).step for seed in range(100)} == {0}  # no loss yet: no review
-    curriculum.report(16, False, reached=2)  # a loss from a review start says nothing
-    curriculum.report(0, True, reached=3)  # nor does a win
-    assert list(curriculum.failed_at) == []
-    for _ in range(3):
-        curriculum.report(0, False, reached=1)  # lost between the first and second milestones
-    curriculum.report(0, False, reached=0)
-    steps = [curriculum.start(seed).step for seed in range(2000)]
-    reviewed = [step for step in steps if step]
-    assert 0.4 < len(reviewed) / len(steps) < 0.6
-    assert set(reviewed) <= {8, 16, 24, 32}  # demo state 0 is the beginning itself
-    # three losses spread over 16, 24, 32; one over 8 (the stretch after the beginning)
-    shares = {step: reviewed.count(step) / len(reviewed) for step in (8, 16, 24, 32)}
-    assert shares[8] == pytest.approx(0.25, abs=0.05)
-    for step in (16, 24, 32):
-        assert shares[step] == pytest.approx(0.25, abs=0.05)
-    saved = json.loads(json.dumps(curriculum.state()))
-    restored = curriculum_over(demo, 48, threshold=1.0, window=1, review_share=0.5,
-                               review_where="failures")  # fmt: skip
-    restored.restore(saved)
-    assert list(restored.failed_at) == [1, 1, 1, 0]
-
-
 def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
     curriculum = curriculum_over(DEMO, 40, threshold=1.0, window=2, passes=2)
     for _ in range(5 * 2):  # 32 -> 24 -> 16 -> 8 -> 0 -> the env's own start
@@ -181,56 +125,6 @@ def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
     assert (restored.start_step, restored.pass_number) == (32, 2)
 
 
-def test_deadlines_hold_an_episode_to_the_demos_pace():
-    demo = [DemoState(step, f"state-{step}".encode(), count)
-            for step, count in ((0, 0), (8, 0), (16, 1), (24, 1), (32, 2))]  # fmt: skip
-    paced = curriculum_over(demo, 40, slack=2, deadlines=True, review_share=0.5)
-    start = paced.start(seed=0)
-    assert (start.step, start.deadlines) == (32, ())  # no milestone left before the win
-    for _ in range(20 * 3):  # walk the route back: 32 -> 24 -> 16 -> 8
-        if paced.start_step > 8:
-            paced.report(paced.start_step, True)
-    from_eight = next(s for s in map(paced.start, range(50)) if s.step == 8)
-    # the first puzzle-like milestone at 16, the second at 32: twice the demo's steps + 2
-    assert from_eight.deadlines == ((1, 2 * (16 - 8) + 2), (2, 2 * (32 - 8) + 2))
-    assert from_eight.budget == 2 * (40 - 8) + 2
-    review = next(s for s in map(paced.start, range(50)) if s.step == 24)
-    assert review.deadlines == ((2, 2 * (32 - 24) + 2),)
-    unpaced = curriculum_over(demo, 40, slack=2)
-    assert unpaced.start(seed=0).deadlines == ()
-
-
-def _walk_with_deadlines(actions: bytes, deadlines: bool) -> tuple[int, LocalCurriculum]:
-    """From start_of_play on a demo of seed 0's first 120 winning steps (a milestone, the
-    puzzle, at ~83), play `actions` then NOOPs until the episode ends; its length."""
-    trajectory = (WIN_DIRECTORY / "explore-seed0-short.actions").read_bytes()[:120]
-    demo = winning_demo(trajectory, every=8)
-    assert demo[0].milestones == 0 < demo[-1].milestones
-    curriculum = curriculum_over(demo, len(trajectory), window=1, threshold=1.0, slack=2,
-                                 deadlines=deadlines)  # fmt: skip
-    curriculum.restore({"demo_states": len(demo), "demo_length": len(trajectory), "position": 0})
-    # the env phase 1 played in (the rules planner solves the puzzle), as the trainer's is
-    env = CurriculumWrapper(exploration_env(start_state="start_of_play"), curriculum)
-    env.reset(seed=0)
-    steps, ended = 0, False
-    while not ended:
-        action = actions[steps] if steps < len(actions) else Action.NOOP
-        _, _, terminated, truncated, _ = env.step(action)
-        steps, ended = steps + 1, terminated or truncated
-    env.close()
-    return steps, curriculum
-
-
-def test_an_episode_behind_the_demo_ends_at_its_deadline_and_one_on_pace_plays_on():
-    trajectory = (WIN_DIRECTORY / "explore-seed0-short.actions").read_bytes()[:120]
-    first = next(s.step for s in winning_demo(trajectory, every=8) if s.milestones)
-    idle, curriculum = _walk_with_deadlines(b"", deadlines=True)
-    assert idle == 2 * first + 2  # standing still: ended when the puzzle was due
-    assert curriculum.success_rate() == 0.0  # reported, lost
-    assert _walk_with_deadlines(b"", deadlines=False)[0] == 2 * 120 + 2  # to the budget
-    assert _walk_with_deadlines(trajectory, deadlines=True)[0] == 2 * 120 + 2  # on pace
-
-
 @pytest.mark.parametrize(
     ("settings", "message"),
     [
@@ -238,7 +132,6 @@ def test_an_episode_behind_the_demo_ends_at_its_deadline_and_one_on_pace_plays_o
         ({"demo": DEMO[::-1], "demo_length": 40}, "trajectory order"),
         ({"demo": DEMO, "demo_length": 40, "threshold": 0.0}, "threshold"),
         ({"demo": DEMO, "demo_length": 40, "swarm_share": 1.0}, "swarm_share"),
-        ({"demo": DEMO, "demo_length": 40, "review_share": -0.1}, "review_share"),
         ({"demo": DEMO, "demo_length": 40, "passes": 0}, "passes"),
     ],
 )
@@ -269,25 +162,6 @@ def test_episodes_start_on_the_demo_and_report_back():
     assert steps == 2 * 1 + 2  # (17 - 16) demo steps, doubled, plus the slack
     assert curriculum.start_step == 16  # the episode did not win
     assert curriculum.swarm_level() == progress_level(zelda.raw_state) == 0  # offered once
-    env.close()
-
-
-def test_an_episode_from_the_beginning_that_loses_says_which_stretch_it_lost_in():
-    walker = ZeldaEnv(info_state=False)
-    demo = demo_states(bytes([Action.UP] * 16 + [Action.NOOP]), walker, every=8)
-    walker.close()
-    settings = CurriculumSettings(review_share=0.5, review_where="failures")
-    curriculum = LocalCurriculum(demo, 17, settings, window=1, max_episode_steps=4)
-    curriculum.restore({**curriculum.state(), "position": -1})  # the walk is done
-    env = CurriculumWrapper(ZeldaEnv(info_state=False), curriculum)
-    _, info = env.reset(seed=0)
-    assert info["curriculum"]["start_step"] == 0
-    truncated, steps = False, 0
-    while not truncated:
-        _, _, _, truncated, _ = env.step(Action.NOOP)
-        steps += 1
-    assert steps == 4
-    assert list(curriculum.failed_at) == [0]  # lost before the first milestone (the sword)
     env.close()
 
 
@@ -358,7 +232,7 @@ def test_healed_demo_starts_have_full_hearts_and_the_replay_goes_on_unchanged():
     healed = demo_states(actions, walker, every=8, heal=True)
     assert walker.unwrapped.raw_state.health == 4  # the replay itself ends at half a heart
     walker.close()
-    assert [(s.step, s.milestones) for s in healed] == [(s.step, s.milestones) for s in plain]
+    assert [s.step for s in healed] == [s.step for s in plain]
     env = ZeldaEnv(info_state=False)
     health = int(RamAddress.HEALTH)
 
