@@ -52,7 +52,7 @@ from trainer.ppo.config import PHASE_TWO_RECIPE
 
 EPISODE = 1024
 ROBUSTIFY: dict[str, Any] = {
-    # phase 2's recipe (PHASE_TWO_RECIPE in trainer/ppo/config.py) is the layer under these:
+    # phase 2's recipe (services/trainer/recipes/phase-two.toml) is the layer under these:
     # its episode length over this script's EPISODE, without its cloning (a row of its own)
     # and its evaluations (this script plays the checkpoints)
     "phase": "robustify", "env": {"max_episode_steps": PHASE_TWO_RECIPE["env"]["max_episode_steps"]},

@@ -3,8 +3,8 @@
 A cell is (room key, x // bin, y // bin, progress level, ...): where Link stands, and how far
 along the route the game is (sword, puzzles solved, keys held and doors opened, instrument:
 ``koholint.env.zelda.progress_level``), as the Go-Explore paper's cells count the keys held.
-Without the level the fewest-steps rule kept the sword-less paths to the dungeon, and no
-restart there could beat the key hall (BENCHMARKS.md). Callers may add more to a cell (phase 1
+Without the level the fewest-steps rule would keep the shorter path that skipped an item
+the route needs further on. Callers may add more to a cell (phase 1
 of ``koholint.explore`` adds the enemies left in the room and where the block stands).
 
 For each cell the archive keeps the best save state that reached it — a higher level first,

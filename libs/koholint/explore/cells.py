@@ -3,9 +3,9 @@ what Link holds.
 
 A cell is ``(room key, x // bin, y // bin, level, enemies left, block tile, items, keys)``. The
 first four are the archive's cells (``koholint.explore.archive``); the next two are the room's
-own progress, which the level cannot see because it resets when Link leaves: the key hall
-hides its key until all three enemies are beaten, so a state with one enemy left must be
-kept apart from one with three; and the puzzle's block has to travel five tiles, so each
+own progress, which the level cannot see because it resets when Link leaves: a room may
+hide its key until its enemies are beaten, so a state with one enemy left must be kept
+apart from one with three; and a puzzle's block may have to travel several tiles, so each
 place it has reached is kept too (and a block pushed into a corner does not erase a good
 one). Both are read from the entity tables, the same on Link's Awakening. The last two are
 what Link holds (the items as a bit mask, the small keys), as Go-Explore's cells count the

@@ -233,10 +233,9 @@ class CurriculumWrapper(gym.Wrapper[np.ndarray, Any, np.ndarray, Any]):
     offers only when its level beats the swarm level it last heard of.
 
     With `end_on_death` (the default) an episode is truncated when Link passes out, as
-    Go-Explore's robustification ended on a life lost: the game respawns him outside the
-    dungeon, far from the demonstration, where the new rooms and cells out there paid more
-    than the fight he lost (random play from the key hall at half a heart died in 19 of 20
-    episodes and spent the rest of them outdoors). Only the credits count as a win."""
+    Go-Explore's robustification ended on a life lost: the game respawns him elsewhere, far
+    from the demonstration, where new rooms and cells can pay more than the fight he lost.
+    Only the credits count as a win."""
 
     def __init__(
         self,
