@@ -217,7 +217,10 @@ def test_a_scored_segments_frames_come_from_the_store(serve, map_cache_dir, segm
     # Only what the manifest lists, under validated ids: never another path of the store.
     assert_problem(httpx.get(f"{base}/frames/999999.png"), 404)
     assert_problem(httpx.get(f"{console}/v1/judges/segments/{run}/nope/00000"), 404)
-    assert_problem(httpx.get(f"{console}/v1/judges/segments/{run}/..%2F..%2Fx/00000"), 404)
+    # An encoded '/' stays inside its segment (the scaffold's SegmentsAsSent): the id is refused.
+    assert_problem(
+        httpx.get(f"{console}/v1/judges/segments/{run}/..%2F..%2Fx/00000"), 422, "path.episode"
+    )
     assert_problem(httpx.get(f"{console}/v1/judges/segments/{run}/%2E%2E/00000"), 422)
     assert_problem(httpx.get(f"{console}/v1/judges/segments/{run}/..x/00000"), 422)
     assert_problem(httpx.get(f"{console}/v1/judges/segments/.hidden/{episode}/{segment}"), 422)
