@@ -9,28 +9,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import os
 import signal
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, get_args, get_origin
+from typing import Any
 
-from pydantic import BaseModel
-from pydantic.fields import FieldInfo
+from koholint import flags
 
 # At import, not inside register(): an image without the trainer's dependencies then fails
 # to load this module, and the CLI lists `train` as not installed instead of failing.
 from trainer.config import Deployment
-from trainer.ppo.config import (
-    TrainConfig,
-    TrainConfigError,
-    environment_variable,
-    field_paths,
-    from_text,
-    set_path,
-)
+from trainer.ppo.config import TrainConfig, TrainConfigError, environment_variable, set_path
 
 SHORT_FLAGS = {
     "total_env_steps": ["--steps"],
@@ -46,6 +37,8 @@ SHORT_FLAGS = {
 }
 """Flags the README and the seed's users know, besides the generated --path-of-the-field."""
 DEPLOYMENT = "deployment."
+LEAVES = ("reward_weights",)
+"""nested models set whole (as JSON), not field by field"""
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -190,35 +183,12 @@ def register(commands: argparse._SubParsersAction) -> None:
 
 
 def add_setting_flags(parser: argparse.ArgumentParser) -> None:
-    """One flag per setting, derived from the models: the run's (nested ones as
-    --group-field), then the deployment's."""
+    """One flag per setting, derived from the models (``koholint.flags``): the run's (nested
+    ones as --group-field), then the deployment's."""
     run = parser.add_argument_group("run settings (also the body of POST /v1/runs)")
-    defaults = TrainConfig.model_construct()
-    for path, field in field_paths().items():
-        default = _default_at(defaults, path)
-        many = get_origin(field.annotation) is list
-        _add_flag(run, path, f"setting.{path}", field, environment_variable(path), default, many)
+    flags.add_setting_flags(run, TrainConfig, short_flags=SHORT_FLAGS, leaves=LEAVES)
     deployment = parser.add_argument_group("deployment (the service takes these from its settings)")
     for name, field in Deployment.model_fields.items():
         variable = environment_variable(name) + (" or RAY_ADDRESS" if name == "ray_address" else "")
-        _add_flag(deployment, name, f"{DEPLOYMENT}{name}", field, variable, field.default, False)
-
-
-def _default_at(model: Any, path: str) -> Any:
-    """The trainer's default at a dotted path (the env's as the trainer sets them)."""
-    value = model
-    for part in path.split("."):
-        value = getattr(value, part)
-    return value
-
-
-def _add_flag(group: Any, path: str, dest: str, field: FieldInfo, variable: str, default: Any,
-              many: bool) -> None:  # fmt: skip
-    flags = [*SHORT_FLAGS.get(path, []), "--" + path.replace(".", "-").replace("_", "-")]
-    shown = default.model_dump() if isinstance(default, BaseModel) else default
-    text = " ".join((field.description or "").split()).replace("%", "%%")
-    help_text = f"{text} ({variable}; default {shown})"
-    annotation = get_args(field.annotation)[0] if many else field.annotation
-    group.add_argument(*flags, dest=dest, type=functools.partial(from_text, annotation),
-                       nargs="+" if many else None, default=argparse.SUPPRESS, help=help_text,
-                       metavar="VALUE")  # fmt: skip
+        flags.add_flag(deployment, name, f"{DEPLOYMENT}{name}", field, variable, field.default,
+                       SHORT_FLAGS.get(name, ()), flags.description_at(Deployment, name))  # fmt: skip
