@@ -6,6 +6,7 @@ internals. Deferred imports inside functions count too."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 from typing import Any
 
@@ -172,6 +173,92 @@ def test_library_folders_import_each_other_in_one_direction() -> None:
         if folder(name) in loop and folder(target) in loop and folder(name) != folder(target)
     )
     assert not loops, f"library folders in a loop: {loops}; the imports that close it: {witnesses}"
+
+
+ARCHITECTURE_DOC = REPO_ROOT / "docs" / "architecture.md"
+TABLE_HEADER = "| folder | may import |"
+
+
+def documented_imports(text: str) -> dict[str, set[str] | None]:
+    """The folder table of docs/architecture.md: folder -> the folders it may import (None:
+    any). A cell names folders in backticks; what follows a dash in it (``— never `env```)
+    and multi-word names (```koholint explore```) are prose."""
+    lines = text.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip() == TABLE_HEADER)
+    table: dict[str, set[str] | None] = {}
+    for line in lines[start + 2 :]:
+        if not line.strip().startswith("|"):
+            break
+        left, right = (cell.strip() for cell in line.strip().strip("|").split("|"))
+        allowed = None if "any folder" in right else set(
+            re.findall(r"`([a-z][a-z_]*)`", right.split("—")[0])
+        )  # fmt: skip
+        for name in re.findall(r"`([a-z][a-z_]*)`", left):
+            table[name] = allowed
+    return table
+
+
+def allowed_imports(table: dict[str, set[str] | None], folder: str) -> set[str] | None:
+    """What `folder` may import: the folders beside it and, in turn, what those may."""
+    if table.get(folder) is None:
+        return None
+    found: set[str] = set()
+    pending = list(table[folder] or ())
+    while pending:
+        name = pending.pop()
+        if name not in found:
+            found.add(name)
+            pending.extend(table.get(name) or ())
+    return found
+
+
+def undocumented_imports(
+    table: dict[str, set[str] | None], folders: dict[str, set[str]]
+) -> list[str]:
+    """Folder imports the table does not allow, folders it lacks and rows for no folder."""
+    problems = [f"{name}: not in the table" for name in sorted(set(folders) - set(table))]
+    problems += [f"{name}: in the table, not in the code" for name in sorted(set(table) - set(folders))]  # fmt: skip
+    for source, targets in sorted(folders.items()):
+        allowed = allowed_imports(table, source) if source in table else set()
+        if allowed is not None:
+            problems += [f"{source} -> {target}" for target in sorted(targets - allowed)]
+    return problems
+
+
+def test_the_documented_import_table_holds() -> None:
+    table = documented_imports(ARCHITECTURE_DOC.read_text())
+    problems = undocumented_imports(table, folder_graph(graph()))
+    assert not problems, (
+        f"docs/architecture.md's folder table and the code disagree: {problems}; an import "
+        "goes downwards (move what two folders share into the lower one), or the table says "
+        "what the code now is"
+    )
+
+
+def test_the_table_reader_reads_rows_and_allows_what_they_allow() -> None:
+    text = """
+  | folder | may import |
+  | --- | --- |
+  | `game`, `store` | no other folder |
+  | `schemas` | `game` — never `env`: contracts are plain data |
+  | `env` | `schemas` (the settings), `store` |
+  | `explore` | `env`, `flags` (`koholint explore`'s) |
+  | `baselines` | `explore` |
+  | `cli` | any folder |
+
+  prose after the table: `loop`
+"""
+    table = documented_imports(text)
+    assert table == {
+        "game": set(), "store": set(), "schemas": {"game"}, "env": {"schemas", "store"},
+        "explore": {"env", "flags"}, "baselines": {"explore"}, "cli": None,
+    }  # fmt: skip
+    assert allowed_imports(table, "explore") == {"env", "schemas", "store", "game", "flags"}
+    code = {"game": set(), "store": set(), "schemas": {"env"}, "env": {"game"},
+            "explore": {"store"}, "cli": {"explore"}, "loop": set()}  # fmt: skip
+    assert undocumented_imports(table, code) == [
+        "loop: not in the table", "baselines: in the table, not in the code", "schemas -> env",
+    ]  # fmt: skip
 
 
 def test_the_folder_loop_finder_finds_a_loop() -> None:
