@@ -17,7 +17,7 @@ static unsigned char distance(unsigned char a, unsigned char b) { return a > b ?
 
 static unsigned char seeded_cell(unsigned char cell) {
     /* With a non-zero seed, move the spawn to a floor cell chosen by the room's RNG. */
-    const unsigned char *tiles = room_tiles[cur_room];
+    const unsigned char *tiles = room_data + R_TILES;
     unsigned char link = hLinkRoomPosition, tries, tx, ty, metatile;
     if (!wKoholintSeed) return cell;
     for (tries = 0; tries < 24; tries++) {
@@ -54,7 +54,7 @@ static unsigned char find_cell(unsigned char metatile) {
 }
 
 void spawn_entities(void) {
-    const unsigned char *spawn_list = room_spawns[cur_room];
+    const unsigned char *spawn_list = (const unsigned char *)*(const unsigned int *)(room_data + R_SPAWNS);
     unsigned char slot = 0, type, cell, cleared = *room_status() & ROOM_CLEARED;
     for (type = 0; type < ENTITY_SLOTS; type++) wEntitiesStatusTable[type] = ENTITY_OFF;
     enemies_in_room = 0;

@@ -17,6 +17,10 @@ static unsigned char page, printed;
 static unsigned char job, job_row, job_left, job_middle, job_right, job_offset;
 static unsigned char window_shown;
 
+static const unsigned char *dialog_record(void) {
+    return WORLD_POINTER(H_DIALOG_TABLE) + dialog_id * DIALOG_RECORD_SIZE;
+}
+
 static void set_state(unsigned char state) { wDialogState = state ? state | DIALOG_BOX_BOTTOM : 0; }
 
 static void row_job(unsigned char row, unsigned char left, unsigned char middle, unsigned char right) {
@@ -49,15 +53,16 @@ static void open_step(unsigned char state) {
 }
 
 static void print_step(void) {
-    const char *text = dialog_text[dialog_id] + (unsigned int)page * DIALOG_PAGE_CHARS;
+    const unsigned char *record = dialog_record();
+    const char *text = (const char *)*(const unsigned int *)(record + D_TEXT) + (unsigned int)page * DIALOG_PAGE_CHARS;
     unsigned char row = 1 + (printed >= DIALOG_COLUMNS);
     job = JOB_CHAR;
     job_offset = (row << 5) + TEXT_COLUMN + (printed & (DIALOG_COLUMNS - 1));
     job_middle = (unsigned char)text[printed];
     if (++printed < DIALOG_PAGE_CHARS) return;
-    if (page + 1 < dialog_pages[dialog_id]) {
+    if (page + 1 < record[D_PAGES]) {
         set_state(DIALOG_WAIT_A);
-    } else if (dialog_choice[dialog_id]) {
+    } else if (record[D_CHOICE]) {
         set_state(DIALOG_CHOICE);
     } else {
         set_state(DIALOG_END);

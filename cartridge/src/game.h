@@ -43,8 +43,13 @@ void rng_seed(unsigned char a, unsigned char b);
 void oam_dma(void);
 unsigned char joypad_read(void);
 
+/* The world region (rooms.h: its layout, written by koholint.game.worlds). */
+#define WORLD ((const unsigned char *)WORLD_ADDRESS)
+#define WORLD_POINTER(offset) ((const unsigned char *)*(const unsigned int *)(WORLD + (offset)))
+
 /* world.c */
 extern unsigned char cur_room;
+extern const unsigned char *room_data;
 extern unsigned char swing_timer;
 unsigned char *room_status(void);
 void set_room_flag(unsigned char flag);

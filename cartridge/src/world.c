@@ -10,9 +10,9 @@
 #define FADE_FRAMES 16
 #define TRANSITION_FRAMES_PER_STATE 2
 #define RUPEE_VALUE 5
-#define HEART_CONTAINER_PRICE 10
 
 unsigned char cur_room;
+const unsigned char *room_data;
 unsigned char swing_timer;
 static unsigned char push_timer, push_dir;
 static unsigned char knock_timer;
@@ -27,8 +27,8 @@ static const signed char dir_dx[4] = {1, -1, 0, 0};
 static const signed char dir_dy[4] = {0, 0, -1, 1};
 
 unsigned char *room_status(void) {
-    unsigned char *table = room_indoor[cur_room] ? wIndoorARoomStatus : wOverworldRoomStatus;
-    return table + room_id[cur_room];
+    unsigned char *table = room_data[R_INDOOR] ? wIndoorARoomStatus : wOverworldRoomStatus;
+    return table + room_data[R_ID];
 }
 
 void set_room_flag(unsigned char flag) {
@@ -37,7 +37,7 @@ void set_room_flag(unsigned char flag) {
     hRoomStatus = *status;
 }
 
-static unsigned char floor_tile(void) { return room_indoor[cur_room] ? MT_DFLOOR : MT_FLOOR; }
+static unsigned char floor_tile(void) { return room_data[R_INDOOR] ? MT_DFLOOR : MT_FLOOR; }
 
 unsigned char cell_at(unsigned char px, unsigned char py) {
     if (px >= 160 || py >= 128) return MT_WALL;
@@ -96,7 +96,7 @@ static unsigned char build_cell(unsigned char metatile, unsigned char flags, uns
 }
 
 static void build_room(void) {
-    const unsigned char *src = room_tiles[cur_room];
+    const unsigned char *src = room_data + R_TILES;
     unsigned char flags = *room_status(), tx, ty;
     key_cell = 0xFF;
     for (ty = 0; ty < 8; ty++) {
@@ -114,9 +114,10 @@ static void update_room_position(void) {
 void enter_room(unsigned char room) {
     /* Redraws with the LCD off: the blank frame is part of the short transition. */
     cur_room = room;
-    hMapRoom = room_id[room];
-    hMapId = room_map[room];
-    wIsIndoor = room_indoor[room];
+    room_data = WORLD_POINTER(H_ROOM_TABLE) + (unsigned int)room * ROOM_RECORD_SIZE;
+    hMapRoom = room_data[R_ID];
+    hMapId = room_data[R_MAP];
+    wIsIndoor = room_data[R_INDOOR];
     set_room_flag(ROOM_VISITED);
     rng_seed(wKoholintSeed, hMapRoom ^ (wIsIndoor << 7));
     update_room_position();
@@ -133,10 +134,10 @@ void start_game(void) {
     wGameplaySubtype = GAMEPLAY_WORLD_INTERACTIVE;
     wMaxHearts = 3;
     wHealth = 3 * 8;
-    hLinkPositionX = START_X;
-    hLinkPositionY = START_Y;
+    hLinkPositionX = WORLD[H_START_X];
+    hLinkPositionY = WORLD[H_START_Y];
     hLinkDirection = DIR_UP;
-    enter_room(START_ROOM);
+    enter_room(WORLD[H_START_ROOM]);
 }
 
 static unsigned int rupee_count(void) {
@@ -173,7 +174,7 @@ void on_dialog_closed(unsigned char id) {
     if (id != DLG_SHOP) return;
     if (wDialogAskSelectionIndex != 0) {
         open_dialog(DLG_SHOP_NO);
-    } else if (spend_rupees(HEART_CONTAINER_PRICE)) {
+    } else if (spend_rupees(WORLD[H_SHOP_PRICE])) {
         if (wMaxHearts < MAX_HEARTS) wMaxHearts++;
         wHealth = wMaxHearts << 3;
         set_room_flag(ROOM_CHEST_OPEN);
@@ -197,7 +198,7 @@ static void transition_step(void) {
         else if (transition_dir == DIR_RIGHT) hLinkPositionX = 7;
         else if (transition_dir == DIR_UP) hLinkPositionY = 121;
         else hLinkPositionY = 7;
-        enter_room(room_exits[cur_room][transition_dir]);
+        enter_room(room_data[R_EXITS + transition_dir]);
     }
     if (++wRoomTransitionState > 5) wRoomTransitionState = 0;
 }
@@ -209,10 +210,11 @@ static void fade_step(void) {
     if (wLinkMotionState == MOTION_FADE_OUT) {
         rBGP = fade[level];
         if (motion_timer < FADE_FRAMES) return;
-        hLinkPositionX = warps[warp_index][3];
-        hLinkPositionY = warps[warp_index][4];
-        hLinkDirection = warps[warp_index][5];
-        enter_room(warps[warp_index][2]);
+        const unsigned char *warp = WORLD_POINTER(H_WARP_TABLE) + warp_index * WARP_RECORD_SIZE;
+        hLinkPositionX = warp[3];
+        hLinkPositionY = warp[4];
+        hLinkDirection = warp[5];
+        enter_room(warp[2]);
         wLinkMotionState = MOTION_FADE_IN;
         motion_timer = 0;
         return;
@@ -230,10 +232,10 @@ static void pass_out_step(void) {
     wHealth = wMaxHearts << 3;
     wInvincibilityCounter = 0;
     wLinkMotionState = MOTION_NORMAL;
-    hLinkPositionX = START_X;
-    hLinkPositionY = START_Y;
+    hLinkPositionX = WORLD[H_START_X];
+    hLinkPositionY = WORLD[H_START_Y];
     hLinkDirection = DIR_UP;
-    enter_room(START_ROOM);
+    enter_room(WORLD[H_START_ROOM]);
 }
 
 void hurt_link(unsigned char damage, unsigned char from_x, unsigned char from_y) {
@@ -324,7 +326,7 @@ static unsigned char at_exit(signed char dx, signed char dy) {
     else if (dy < 0 && hLinkPositionY <= 6) dir = DIR_UP;
     else if (dy > 0 && hLinkPositionY >= 122) dir = DIR_DOWN;
     else return 0;
-    if (room_exits[cur_room][dir] == NO_EXIT) return 0;
+    if (room_data[R_EXITS + dir] == NO_EXIT) return 0;
     start_transition(dir);
     return 1;
 }
@@ -395,8 +397,9 @@ static void take_pickups(void) {
         wGameplaySubtype = 0;
         return;
     } else if (metatile == MT_STAIRS_DOWN || metatile == MT_STAIRS_UP) {
-        for (i = 0; i < N_WARPS; i++) {
-            if (warps[i][0] == cur_room && warps[i][1] == cell) {
+        const unsigned char *warp = WORLD_POINTER(H_WARP_TABLE);
+        for (i = 0; i < WORLD[H_WARPS]; i++, warp += WARP_RECORD_SIZE) {
+            if (warp[0] == cur_room && warp[1] == cell) {
                 warp_index = i;
                 wLinkMotionState = MOTION_FADE_OUT;
                 motion_timer = 0;

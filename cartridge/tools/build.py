@@ -3,7 +3,9 @@
     python3 cartridge/tools/build.py            # regenerate data, build, install as package data
     python3 cartridge/tools/build.py --check    # build and compare with the committed ROM
 
-The build is bit-for-bit reproducible: same sources and SDCC version, same ROM.
+The engine's code ends below the world region (ROM 0x4000-0x7FFF, koholint.game.worlds);
+the default world (tools/rooms.py) is encoded into it and the checksums fixed. The build is
+bit-for-bit reproducible: same sources and SDCC version, same ROM.
 """
 
 from __future__ import annotations
@@ -52,6 +54,21 @@ def generate_sources() -> None:
         run([sys.executable, str(TOOLS / script)], cwd=CARTRIDGE)
 
 
+def install_default_world(engine: bytes) -> bytes:
+    """The engine ROM with the default world in its region; the code must end below it."""
+    sys.path.insert(0, str(TOOLS))
+    import rooms
+
+    worlds = rooms.worlds
+    region = engine[worlds.REGION_ADDRESS : worlds.REGION_ADDRESS + worlds.REGION_SIZE]
+    if region.strip(b"\xff"):  # makebin pads unused ROM with 0xFF
+        raise BuildError(
+            f"the engine's code reaches into the world region at 0x{worlds.REGION_ADDRESS:04X}: "
+            "shrink it or move the region"
+        )
+    return worlds.install_world(engine, worlds.encode_world(rooms.world()))
+
+
 def build(out: Path) -> bytes:
     """Compile, link and pack the ROM into `out`; return its bytes."""
     check_toolchain()
@@ -82,7 +99,7 @@ def build(out: Path) -> bytes:
         )
         rom = work / "cartridge.gb"
         run(["makebin", "-Z", "-yn", TITLE, "-yN", str(ihx), str(rom)], cwd=work)
-        data = rom.read_bytes()
+        data = install_default_world(rom.read_bytes())
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(data)
     return data
