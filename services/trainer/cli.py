@@ -189,6 +189,8 @@ def add_setting_flags(parser: argparse.ArgumentParser) -> None:
     flags.add_setting_flags(run, TrainConfig, short_flags=SHORT_FLAGS, leaves=LEAVES)
     deployment = parser.add_argument_group("deployment (the service takes these from its settings)")
     for name, field in Deployment.model_fields.items():
+        if flags.is_secret(field):  # from the environment alone, never on a command line
+            continue
         variable = environment_variable(name) + (" or RAY_ADDRESS" if name == "ray_address" else "")
         flags.add_flag(deployment, name, f"{DEPLOYMENT}{name}", field, variable, field.default,
                        SHORT_FLAGS.get(name, ()), flags.description_at(Deployment, name))  # fmt: skip

@@ -8,7 +8,7 @@ adds what the service alone needs.
 
 from __future__ import annotations
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from koholint.settings import RedisSettings, RunFolderSettings, ServiceSettings, StoreSettings
@@ -34,6 +34,9 @@ class Deployment(BaseSettings, StoreSettings, RedisSettings, RunFolderSettings):
     """join this Ray cluster (KubeRay); empty starts Ray locally, on loopback"""
     planner_url: str = Field("", max_length=4096)
     """the planner service (planner=http) or the language-model base URL (local, llm-d)"""
+    planner_token: SecretStr = Field(SecretStr(""), max_length=4096)
+    """the bearer token of planner_url's service (its KOHOLINT_PLANNER_TOKEN, or llm-local's
+    KOHOLINT_LLM_LOCAL_TOKEN); from the environment only, never a flag"""
 
 
 class Settings(ServiceSettings, Deployment, ControlAccess):

@@ -224,11 +224,14 @@ def announce_run_segments(
                     extra={"event": "segments_announced"})  # fmt: skip
 
 
-def planner_backend(kind: str, url: str) -> Backend:
-    """The hybrid wrapper's decider: in-process, or the planner service over HTTP."""
+def planner_backend(kind: str, url: str, token: str = "") -> Backend:
+    """The hybrid wrapper's decider: in-process, or the planner service over HTTP; `token`
+    is the planner's (http) or the language-model server's."""
     if kind == "http":
-        return PlannerClient(url)
-    return make_backend(kind, base_url=url, models={route: route for route in TEXT_ROUTES})
+        return PlannerClient(url, token=token)
+    return make_backend(
+        kind, base_url=url, models={route: route for route in TEXT_ROUTES}, api_key=token
+    )
 
 
 def rllib_env_config(
@@ -273,7 +276,8 @@ def wrap_train_env(
     """The trainer's wrappers around env number `index` of a runner (curiosity wraps the
     runner's vector env: ``wrap_train_vector``)."""
     if config.planner != "off":
-        env = with_planner(env, planner_backend(config.planner, deployment.planner_url))
+        token = deployment.planner_token.get_secret_value()
+        env = with_planner(env, planner_backend(config.planner, deployment.planner_url, token))
     robustify = config.phase in ("robustify", "both")
     if robustify:  # the curriculum chooses every start: the archive's restarts stay off
         actor = ray.get_actor(curriculum_actor_name(config.run))

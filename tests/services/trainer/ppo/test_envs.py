@@ -6,6 +6,7 @@ from pathlib import Path
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 import koholint
 from koholint.env.vector import EpisodeEndVectorEnv
@@ -61,3 +62,23 @@ def test_the_env_registers_its_vector_entry_point():
     sync = gym.make_vec(koholint.ENV_ID, 2, vectorization_mode="vector_entry_point", vector="sync")
     assert isinstance(sync, gym.vector.SyncVectorEnv)
     sync.close()
+
+
+def test_the_hybrid_control_reaches_a_planner_that_wants_its_token(serve) -> None:
+    """planner=http against a planner with a token: the deployment's planner_token opens it."""
+    from koholint.clients.planner import PlannerError
+    from koholint.game.emulator import GameBoy
+    from koholint.planning.memory import SessionMemory
+    from koholint.planning.view import read_view
+    from planner.app import create_app
+    from planner.config import Settings as PlannerSettings
+    from trainer.ppo.envs import planner_backend
+
+    url = serve(create_app(PlannerSettings(backend="rules", token="planner-secret-1")))
+    with GameBoy() as gameboy:
+        gameboy.reset("start_of_play")
+        situation = read_view(gameboy).situation()
+    with pytest.raises(PlannerError, match="401"):
+        planner_backend("http", url).decide(situation, SessionMemory())
+    decision = planner_backend("http", url, "planner-secret-1").decide(situation, SessionMemory())
+    assert decision.goal
