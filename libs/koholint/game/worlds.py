@@ -320,3 +320,69 @@ def c_header() -> str:
     ]
     lines += [f"#define {name} {i}" for i, name in enumerate(DIALOG_NAMES)]
     return "\n".join(lines) + "\n"
+
+
+def decode_world(region: bytes) -> World:
+    """The World a region holds (rooms named room_0, room_1, ... in region order): what the
+    engine will play, read back from a ROM's bytes (`region_of`)."""
+    if region[:4] != MAGIC or region[H_VERSION] != FORMAT_VERSION:
+        raise WorldError("not a Koholint world region")
+    characters = {value: char for char, value in METATILES.items()}
+    types = {value: kind for kind, value in ENTITY_TYPES.items()}
+
+    def at(address: int) -> int:
+        return address - REGION_ADDRESS
+
+    def word(offset: int) -> int:
+        return int(struct.unpack_from("<H", region, offset)[0])
+
+    count, rooms_at = region[H_ROOMS], at(word(H_ROOM_TABLE))
+    names = [f"room_{i}" for i in range(count)]
+    rooms = []
+    for i in range(count):
+        record = region[rooms_at + i * ROOM_RECORD_SIZE : rooms_at + (i + 1) * ROOM_RECORD_SIZE]
+        tiles = record[R_TILES:]
+        rows = [
+            "".join(characters[t] for t in tiles[y * WIDTH : (y + 1) * WIDTH])
+            for y in range(HEIGHT)
+        ]
+        exits = {
+            d: names[record[R_EXITS + k]]
+            for k, d in enumerate(DIRECTIONS)
+            if record[R_EXITS + k] != NO_EXIT
+        }
+        spawns, cursor = [], at(word(rooms_at + i * ROOM_RECORD_SIZE + R_SPAWNS))
+        while region[cursor]:
+            kind, x, y = types[region[cursor]], region[cursor + 1], region[cursor + 2]
+            if kind != "block":
+                spawns.append((kind, x, y))
+            cursor += 3
+        rooms.append(
+            Room(names[i], record[R_ID], record[R_INDOOR], record[R_MAP], rows, exits, spawns)
+        )
+    warps = []
+    warps_at = at(word(H_WARP_TABLE))
+    for i in range(region[H_WARPS]):
+        src, cell, dst, x, y, facing = region[
+            warps_at + i * WARP_RECORD_SIZE : warps_at + (i + 1) * WARP_RECORD_SIZE
+        ]
+        warps.append(
+            Warp(
+                (names[src], cell & 15, cell >> 4),
+                (names[dst], x // 16, y // 16, DIRECTIONS[facing]),
+            )
+        )
+    dialogs_at = at(word(H_DIALOG_TABLE))
+    dialogs = {}
+    for i, name in enumerate(DIALOG_NAMES[: region[H_DIALOGS]]):
+        pages, choice = region[
+            dialogs_at + i * DIALOG_RECORD_SIZE : dialogs_at + i * DIALOG_RECORD_SIZE + 2
+        ]
+        text = region[at(word(dialogs_at + i * DIALOG_RECORD_SIZE + D_TEXT)) :][
+            : pages * PAGE_CHARS
+        ]
+        dialogs[name] = (" ".join(text.decode("ascii").split()), bool(choice))
+    start = (names[region[H_START_ROOM]], region[H_START_X] // 16, region[H_START_Y] // 16)
+    return World(
+        rooms=rooms, start=start, warps=warps, dialogs=dialogs, shop_price=region[H_SHOP_PRICE]
+    )

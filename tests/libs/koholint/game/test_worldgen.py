@@ -15,7 +15,7 @@ from koholint.game.emulator import GameBoy
 from koholint.game.ram import GameplayType, RamAddress
 from koholint.game.rom import bundled_cartridge, read_rom
 from koholint.game.worldgen import SIZES, build_rom, generate, solve
-from koholint.game.worlds import WorldError, encode_world, region_of
+from koholint.game.worlds import WorldError, decode_world, encode_world, region_of
 from koholint.planning.executor import MacroExecutor
 from koholint.planning.macros import StartGame
 from koholint.planning.view import read_view
@@ -135,3 +135,14 @@ def test_the_walkthrough_controller_wins_a_generated_world_from_power_on(size, s
         assert gameboy.ram.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.CREDITS
         assert gameboy.ram.has_instrument()
     assert route.walkthrough.frames < 20_000
+
+
+def test_the_default_world_reads_back_from_its_rom_and_the_controller_wins_it():
+    region = region_of(ENGINE)
+    world = decode_world(region)
+    dialogs_at = int.from_bytes(region[16:18], "little") - 0x4000
+    assert encode_world(world)[:dialogs_at] == region[:dialogs_at]  # rooms, exits, stairs exact
+    assert [step.action for step in solve(world)].count("door") == 1
+    with GameBoy() as gameboy:
+        play(gameboy, world)
+        assert gameboy.ram.has_instrument()
