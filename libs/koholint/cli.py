@@ -204,9 +204,23 @@ def cmd_cartridge_generate(args: argparse.Namespace) -> int:
 
     world = generate(args.seed, args.size)
     rom, card = write_world(world, bundled_cartridge().read_bytes(), Path(args.out))
+    if args.verify:  # play it from power-on with the walkthrough controller, then record
+        from koholint.baselines.recorder import RouteError
+        from koholint.baselines.world_route import play
+        from koholint.game.emulator import GameBoy
+
+        try:
+            with GameBoy(rom=rom) as gameboy:
+                frames = play(gameboy, world.world).walkthrough.frames
+        except RouteError as error:
+            print(f"koholint cartridge generate: the walkthrough did not win: {error}")
+            return 1
+        write_world(world, bundled_cartridge().read_bytes(), Path(args.out), frames)
     print(
         f"world {args.size} seed {args.seed}: {len(world.world.rooms)} rooms, a route of "
-        f"{len(world.route)} steps -> {rom}, {card}"
+        f"{len(world.route)} steps"
+        + (f", won from power-on in {frames} frames" if args.verify else "")
+        + f" -> {rom}, {card}"
     )
     return 0
 
@@ -372,6 +386,9 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--seed", type=int, required=True, help="the world's seed")
     generate.add_argument("--size", choices=("small", "medium", "large"), default="small")
     generate.add_argument("--out", required=True, help="the folder to write into")
+    generate.add_argument(
+        "--verify", action="store_true", help="win it with the walkthrough controller first"
+    )
     generate.set_defaults(handler=cmd_cartridge_generate)
 
     schemas = commands.add_parser("schemas", help="JSON Schemas of the wire contracts")

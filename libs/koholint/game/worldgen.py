@@ -587,8 +587,11 @@ def _route(parents: dict[_State, tuple[_State | None, list[Step]]], state: _Stat
 # -- the ROM and the card ---------------------------------------------------------------------
 
 
-def card(generated: GeneratedWorld, rom: bytes) -> dict[str, object]:
-    """world.json: the rooms, the route's key items and where they lie, the route's length."""
+def card(
+    generated: GeneratedWorld, rom: bytes, walkthrough_frames: int | None = None
+) -> dict[str, object]:
+    """world.json: the rooms, the route's key items and where they lie, the route's length
+    (and the frames the walkthrough controller took from power-on, when it was played)."""
     world = generated.world
     return {
         "schema_version": CARD_SCHEMA_VERSION,
@@ -631,6 +634,7 @@ def card(generated: GeneratedWorld, rom: bytes) -> dict[str, object]:
         "walkthrough_length": {
             "route_steps": len(generated.route),
             "room_moves": sum(s.action in ("exit", "stairs") for s in generated.route),
+            "frames_from_power_on": walkthrough_frames,
         },
     }
 
@@ -640,11 +644,14 @@ def build_rom(generated: GeneratedWorld, engine_rom: bytes) -> bytes:
     return install_world(engine_rom, encode_world(generated.world))
 
 
-def write_world(generated: GeneratedWorld, engine_rom: bytes, out: Path) -> tuple[Path, Path]:
+def write_world(
+    generated: GeneratedWorld, engine_rom: bytes, out: Path, walkthrough_frames: int | None = None
+) -> tuple[Path, Path]:
     """Write DIR/cartridge.gb and DIR/world.json; return their paths."""
     rom = build_rom(generated, engine_rom)
     out.mkdir(parents=True, exist_ok=True)
     rom_path, card_path = out / "cartridge.gb", out / "world.json"
     rom_path.write_bytes(rom)
-    card_path.write_text(json.dumps(card(generated, rom), indent=1) + "\n")
+    document = card(generated, rom, walkthrough_frames)
+    card_path.write_text(json.dumps(document, indent=1) + "\n")
     return rom_path, card_path

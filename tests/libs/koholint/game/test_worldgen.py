@@ -146,3 +146,11 @@ def test_the_default_world_reads_back_from_its_rom_and_the_controller_wins_it():
     with GameBoy() as gameboy:
         play(gameboy, world)
         assert gameboy.ram.has_instrument()
+
+
+def test_generate_verify_records_the_walkthroughs_frames(tmp_path, capsys):
+    args = ["cartridge", "generate", "--seed", "2", "--size", "small", "--out", str(tmp_path)]
+    assert main([*args, "--verify"]) == 0
+    length = json.loads((tmp_path / "world.json").read_text())["walkthrough_length"]
+    assert 0 < length["frames_from_power_on"] < 20_000
+    assert "won from power-on" in capsys.readouterr().out
