@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from koholint.store import (
-    HEADER_BYTES,
     LEGACY_CHECKSUM_SUFFIX,
     ChecksumMismatchError,
     LocalStore,
@@ -39,7 +38,7 @@ from koholint.store import (
     StoreError,
     is_temporary,
     open_store,
-    parse_header,
+    read_checksum_attribute,
 )
 
 TEMPORARY_AGE_S = 60.0
@@ -134,10 +133,10 @@ def _leftover(root: Path, path: Path, now: float, temporary_age: float) -> Findi
 def _stale_sidecar(target: Path) -> str:
     """Why an old-layout checksum beside `target` no longer applies ('' while it does)."""
     if not target.is_file():
-        return "an old-layout checksum with no object beside it"
+        return "a checksum sidecar with no object beside it"
     with target.open("rb") as file:
-        if parse_header(file.read(HEADER_BYTES)) is not None:
-            return "an old-layout checksum beside an object that carries its own"
+        if read_checksum_attribute(file.fileno()) is not None:
+            return "a checksum sidecar beside an object that carries its own"
     return ""
 
 

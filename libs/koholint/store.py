@@ -10,6 +10,7 @@ corrupt or tampered object is an error, never silent data.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
 import json
@@ -27,13 +28,14 @@ MAX_OBJECT_BYTES = 512 * 1024 * 1024
 KEY_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._\-/]{0,511}$")
 CHECKSUM_METADATA = "sha256"
 CHECK_KEY = "koholint-check/probe"  # written and deleted by check()
-OBJECT_MAGIC = b"koholint-object/1 sha256="
-"""How a LocalStore file starts: then the sha256 (64 hex digits) of the bytes after the line."""
-HEADER_BYTES = len(OBJECT_MAGIC) + 64 + 1
+CHECKSUM_XATTR = "user.koholint.sha256"
+"""Where a LocalStore file keeps the sha256 of its bytes: an extended attribute, set on the
+file before it is moved into place, so the bytes and their checksum change together."""
 TEMPORARY_SUFFIX = ".tmp"
 """Files named `<name>.<pid>-<random>.tmp` are writes in progress, never objects."""
 LEGACY_CHECKSUM_SUFFIX = ".sha256"
-"""The old layout kept an object's bare bytes and its checksum in `<key>.sha256` beside it."""
+"""Where extended attributes are not supported (and in stores written before them) the
+checksum sits in `<key>.sha256` beside the bytes, one accepted digest a line."""
 
 
 class StoreError(RuntimeError):
@@ -103,17 +105,14 @@ def _checksum_file(path: Path) -> Path:
     return path.with_name(path.name + LEGACY_CHECKSUM_SUFFIX)
 
 
-def object_header(digest: str) -> bytes:
-    """The line a LocalStore file starts with: the magic, then the sha256 of the bytes after it."""
-    return OBJECT_MAGIC + digest.encode("ascii") + b"\n"
-
-
-def parse_header(head: bytes) -> str | None:
-    """The sha256 a LocalStore file's first HEADER_BYTES name; None for a file without one."""
-    if len(head) != HEADER_BYTES or not head.startswith(OBJECT_MAGIC) or head[-1:] != b"\n":
-        return None
-    digest = head[len(OBJECT_MAGIC) : -1].decode("ascii", errors="replace")
-    return digest if re.fullmatch(r"[0-9a-f]{64}", digest) else None
+def read_checksum_attribute(descriptor: int) -> str | None:
+    """The sha256 an open LocalStore file carries; None for one without (a sidecar's)."""
+    try:
+        return os.getxattr(descriptor, CHECKSUM_XATTR).decode("ascii", errors="replace")
+    except OSError as error:
+        if error.errno in (errno.ENODATA, errno.ENOTSUP):
+            return None
+        raise
 
 
 def is_temporary(name: str) -> bool:
@@ -121,35 +120,54 @@ def is_temporary(name: str) -> bool:
     return name.endswith(TEMPORARY_SUFFIX)
 
 
-def _write_file_atomically(path: Path, *chunks: bytes) -> None:
-    """Write a unique temporary file beside `path` and move it over `path`.
+def _write_file_atomically(path: Path, data: bytes, digest: str) -> bool:
+    """Write a unique temporary file beside `path`, its checksum attribute set, and move it
+    over `path`; False where the filesystem has no extended attributes (nothing written).
 
-    Readers and a process killed at any instant see the old file or the new one, never a
-    mix; the temporary name (pid and random) keeps two writers of one key apart, and a
-    failed write removes its temporary file. No fsync: a kill leaves the page cache to the
-    kernel, and an fsync per object made a segment's 256 frames 14x slower to write.
+    Readers and a process killed at any instant see the old file or the new one, each with
+    its own checksum; the temporary name (pid and random) keeps two writers of one key apart,
+    and a failed write removes its temporary file. No fsync: a kill leaves the written pages
+    to the kernel, and an fsync per object costs a small write ~14 times over.
     """
-    temporary = path.with_name(
-        f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}{TEMPORARY_SUFFIX}"
-    )
+    temporary = _temporary_beside(path)
     try:
         with temporary.open("xb") as file:
-            for chunk in chunks:
-                file.write(chunk)
+            try:
+                os.setxattr(file.fileno(), CHECKSUM_XATTR, digest.encode("ascii"))
+            except OSError as error:
+                if error.errno != errno.ENOTSUP:
+                    raise
+                return False
+            file.write(data)
         os.replace(temporary, path)
-    except BaseException:
+    finally:
         temporary.unlink(missing_ok=True)
-        raise
+    return True
+
+
+def _temporary_beside(path: Path) -> Path:
+    return path.with_name(f"{path.name}.{os.getpid()}-{secrets.token_hex(4)}{TEMPORARY_SUFFIX}")
+
+
+def _replace_with(path: Path, text: bytes) -> None:
+    """`path` replaced whole by `text` (no attribute: the sidecar layout's files)."""
+    temporary = _temporary_beside(path)
+    try:
+        temporary.write_bytes(text)
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
 
 
 class LocalStore:
-    """Objects as files under a root folder, one file per object: a header line with the
-    sha256 of the bytes, then the bytes (see docs/operations.md, "The store").
+    """Objects as plain files under a root folder, each carrying the sha256 of its bytes in
+    an extended attribute (see docs/operations.md, "The store").
 
-    A write replaces the whole file at once (``os.replace``), so the bytes and their checksum
-    change together: a reader, or a writer killed mid-write, never leaves a mismatch. Stores
-    written in the old layout (bare bytes, the checksum in ``<key>.sha256``) read as before;
-    an object moves to the new layout on its next write.
+    A write replaces the whole file at once (``os.replace``), its attribute set before, so the
+    bytes and their checksum change together: a reader, or a writer killed mid-write, never
+    sees a mismatch. Where the filesystem has no extended attributes (and in stores written
+    before them) the checksum sits in ``<key>.sha256``, written before the bytes and naming
+    both the old and the new digest until the new bytes are in place.
     """
 
     def __init__(self, root: str | Path) -> None:
@@ -166,48 +184,57 @@ class LocalStore:
         digest = hashlib.sha256(data).hexdigest()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            _write_file_atomically(path, object_header(digest), data)
-            # an old-layout sidecar no longer applies; one left by a crash here is ignored
-            _checksum_file(path).unlink(missing_ok=True)
+            if _write_file_atomically(path, data, digest):
+                # a sidecar no longer applies; one left by a crash here is ignored
+                _checksum_file(path).unlink(missing_ok=True)
+            else:
+                self._put_with_sidecar(path, data, digest)
         except OSError as error:
             raise StoreError(f"{key}: cannot write under {self.root} ({error})") from error
         return ObjectInfo(key, len(data), digest)
 
+    @staticmethod
+    def _put_with_sidecar(path: Path, data: bytes, digest: str) -> None:
+        """The checksum first, accepting the old bytes and the new; then the bytes; then the
+        new digest alone: a kill between any two steps leaves bytes their sidecar accepts."""
+        sidecar = _checksum_file(path)
+        try:
+            previous = sidecar.read_text().split()[:1]
+        except FileNotFoundError:
+            previous = []
+        _replace_with(sidecar, "\n".join([digest, *previous]).encode())
+        _replace_with(path, data)
+        _replace_with(sidecar, digest.encode())
+
     def get(self, key: str) -> bytes:
         path = self._path(key)
-        for _ in range(3):
-            head, data, inode = self._read(key, path)
-            digest = parse_header(head)
-            if digest is not None and hashlib.sha256(data).hexdigest() == digest:
-                return data
-            legacy = hashlib.sha256(head)  # the old layout: bare bytes, the checksum beside them
-            legacy.update(data)
-            if self._legacy_checksum(key, path) == legacy.hexdigest():
-                return head + data
-            try:
-                if path.stat().st_ino == inode:
-                    break
-            except FileNotFoundError:
+        for _ in range(3):  # a sidecar rewritten between our reads: read again
+            data, digest = self._read(key, path)
+            actual = hashlib.sha256(data).hexdigest()
+            if digest is not None:
+                if actual == digest:
+                    return data
                 break
-            # the file was replaced between our reads (an old-layout object rewritten): again
+            if actual in self._sidecar_digests(key, path):
+                return data
         raise ChecksumMismatchError(f"{key}: stored bytes do not match their sha256")
 
-    def _read(self, key: str, path: Path) -> tuple[bytes, bytes, int]:
-        """The file's first HEADER_BYTES, the rest, and its inode, from one open file."""
+    def _read(self, key: str, path: Path) -> tuple[bytes, str | None]:
+        """The file's bytes and its checksum attribute, from one open file."""
         try:
             with path.open("rb") as file:
-                return file.read(HEADER_BYTES), file.read(), os.fstat(file.fileno()).st_ino
+                return file.read(), read_checksum_attribute(file.fileno())
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             # a folder is where keys share a prefix, never an object
             raise ObjectNotFoundError(f"no object {key!r} in {self.root}") from None
         except OSError as error:
             raise StoreError(f"{key}: cannot read under {self.root} ({error})") from error
 
-    def _legacy_checksum(self, key: str, path: Path) -> str | None:
+    def _sidecar_digests(self, key: str, path: Path) -> list[str]:
         try:
-            return _checksum_file(path).read_text().strip()
+            return _checksum_file(path).read_text().split()
         except FileNotFoundError:
-            return None
+            return []
         except OSError as error:
             raise StoreError(f"{key}: cannot read under {self.root} ({error})") from error
 
@@ -230,14 +257,9 @@ class LocalStore:
         sizes = {}
         for key in self.list(prefix):
             try:
-                with (self.root / key).open("rb") as file:
-                    header = parse_header(file.read(HEADER_BYTES))
-                    size = os.fstat(file.fileno()).st_size
+                sizes[key] = (self.root / key).stat().st_size
             except FileNotFoundError:
                 continue  # deleted since it was listed
-            except OSError as error:
-                raise StoreError(f"{key}: cannot read under {self.root} ({error})") from error
-            sizes[key] = size - HEADER_BYTES if header is not None else size
         return sizes
 
     def modified(self, prefix: str) -> dict[str, float]:

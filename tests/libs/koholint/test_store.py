@@ -17,13 +17,11 @@ import pytest
 
 from koholint.fsck import TEMPORARY_AGE_S, fsck
 from koholint.store import (
-    HEADER_BYTES,
     ChecksumMismatchError,
     LocalStore,
     ObjectNotFoundError,
     S3Store,
     StoreError,
-    object_header,
     open_store,
 )
 
@@ -91,11 +89,12 @@ def test_bad_keys_are_refused(store, key):
 def test_local_checksum_mismatch_is_detected(tmp_path: Path):
     store = LocalStore(tmp_path)
     store.put("k", b"original")
-    stored = (tmp_path / "k").read_bytes()
-    assert stored == object_header(hashlib.sha256(b"original").hexdigest()) + b"original"
-    (tmp_path / "k").write_bytes(stored.replace(b"original", b"tampered"))
+    assert (tmp_path / "k").read_bytes() == b"original"  # a plain file users may read
+    with (tmp_path / "k").open("r+b") as file:  # the bytes changed, the attribute kept
+        file.write(b"tampered")
     with pytest.raises(ChecksumMismatchError):
         store.get("k")
+    (tmp_path / "k").unlink()
     (tmp_path / "k").write_bytes(b"original")  # the bytes alone: no checksum to trust
     with pytest.raises(ChecksumMismatchError):
         store.get("k")
@@ -188,7 +187,7 @@ def write_old_layout(root: Path, key: str, data: bytes) -> Path:
     return path
 
 
-def test_the_old_two_file_layout_still_reads_and_moves_to_one_file_on_its_next_write(
+def test_the_old_two_file_layout_still_reads_and_moves_to_the_attribute_on_its_next_write(
     tmp_path: Path,
 ):
     store = LocalStore(tmp_path)
@@ -201,7 +200,7 @@ def test_the_old_two_file_layout_still_reads_and_moves_to_one_file_on_its_next_w
         store.get("runs/x/ledger.json")
     store.put("runs/x/ledger.json", b"{}")
     assert not old.with_name("ledger.json.sha256").exists()
-    assert old.stat().st_size == HEADER_BYTES + 2
+    assert old.read_bytes() == b"{}"
     assert store.get("runs/x/ledger.json") == b"{}"
     write_old_layout(tmp_path, "states/gone", b"x")
     store.delete("states/gone")
@@ -338,3 +337,40 @@ def test_a_thousand_kills_never_leave_a_checksum_error(tmp_path: Path):
     store = LocalStore(tmp_path)
     kill_writers_mid_write(store, kills=1000, seed=1)
     check_leftovers_are_found_and_removed(store)
+
+
+def test_without_extended_attributes_the_sidecar_accepts_the_old_and_the_new_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """Where the filesystem has no user attributes the checksum goes first, naming both
+    digests, so a kill between the sidecar and the bytes leaves an object that reads."""
+    import errno
+
+    def unsupported(*args: object) -> None:
+        raise OSError(errno.ENOTSUP, "Operation not supported")
+
+    monkeypatch.setattr(os, "setxattr", unsupported)
+    monkeypatch.setattr(os, "getxattr", unsupported)
+    store = LocalStore(tmp_path)
+    store.put("runs/x/ledger.json", b"old")
+    sidecar = tmp_path / "runs/x/ledger.json.sha256"
+    assert sidecar.read_text() == hashlib.sha256(b"old").hexdigest()
+    replace = os.replace
+    calls = []
+
+    def killed_after_the_sidecar(source: object, target: object) -> None:
+        calls.append(target)
+        if len(calls) == 2:  # the sidecar is in place; the bytes are not
+            raise KeyboardInterrupt("killed")
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", killed_after_the_sidecar)
+    with pytest.raises(KeyboardInterrupt):
+        store.put("runs/x/ledger.json", b"new")
+    monkeypatch.setattr(os, "replace", replace)
+    assert store.get("runs/x/ledger.json") == b"old"
+    assert sidecar.read_text().split() == [hashlib.sha256(b"new").hexdigest(),
+                                           hashlib.sha256(b"old").hexdigest()]  # fmt: skip
+    store.put("runs/x/ledger.json", b"new")
+    assert store.get("runs/x/ledger.json") == b"new"
+    assert sidecar.read_text() == hashlib.sha256(b"new").hexdigest()
