@@ -17,7 +17,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, StrictBool, ValidationError
 
@@ -27,7 +27,7 @@ from koholint.flags import add_setting_flags, environment_values, flag_errors, s
 from koholint.schemas.fields import JsonFloat, JsonInt
 
 if TYPE_CHECKING:
-    from koholint.explore.explorer import Progress
+    from koholint.explore.explorer import ExploreConfig, ExploreResult, Progress
     from koholint.reward.refit import Refit
 
 SUMMARY_SCHEMA_VERSION = 1
@@ -102,39 +102,66 @@ def register(commands: argparse._SubParsersAction, shorten: Shortener) -> None:
 
 
 def cmd_explore(args: argparse.Namespace) -> int:
-    from koholint.explore.explorer import ExploreConfig, ExploreConfigError, explore
-    from koholint.explore.levels import level_function
-    from koholint.explore.trajectory import write_trajectory
-    from koholint.reward.model import RewardModelError
-    from koholint.store import StoreError
+    from koholint.explore.explorer import explore
 
-    given = {**environment_values(ExploreCommandSettings, os.environ), **setting_values(args)}
-    try:
-        settings = ExploreCommandSettings(**given)
-    except ValidationError as error:
-        print(f"koholint explore: {flag_errors(error)}", file=sys.stderr)
-        return 2
-    judged_only = ["--" + name.replace("_", "-") for name in JUDGED_ONLY if name in given]
-    if judged_only and settings.level != "judges":
-        print(f"koholint explore: {' and '.join(judged_only)} set how the judges fit R_phi as "
-              f"they explore: add --level judges (a reward-model version reads the encoding its "
-              f"card names, in --level-step steps)", file=sys.stderr)  # fmt: skip
-        return 2
-    start = None if settings.start == "power_on" else settings.start
-    config = ExploreConfig.of(settings, start_state=start, seed=settings.seed,
-                              workers=settings.workers, level=settings.level_spec(),
-                              logs_dir=str(Path(settings.out) / "judged"))  # fmt: skip
-    try:
-        config.validate()
-        level_function(config.level)  # a missing or unusable R_phi version is said here
-    except (ExploreConfigError, RewardModelError, StoreError) as error:
-        print(f"koholint explore: {error}", file=sys.stderr)
+    settings = _settings(args)
+    config = None if settings is None else _run_of(settings)
+    if settings is None or config is None:
         return 2
     printer = _ProgressPrinter(every=50_000, quiet=settings.quiet)
     result = explore(config, printer, None if settings.quiet else _print_refit)
     out = Path(settings.out)
     out.mkdir(parents=True, exist_ok=True)
-    summary = {
+    summary = _summary(settings, result)
+    if result.trajectory is not None:
+        summary |= _write_win(result.trajectory, config.start_state, settings, args.shorten_win)
+    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    verdict = f"won in {len(result.trajectory)} steps" if result.trajectory else "no win"
+    print(f"{verdict} after {result.env_steps} env steps, {result.cells} cells, "
+          f"{result.seconds:.0f} s; results in {out}/")  # fmt: skip
+    return 0 if result.won else 1
+
+
+def _settings(args: argparse.Namespace) -> ExploreCommandSettings | None:
+    """The flags over the environment over the defaults; None (said on stderr) if refused."""
+    given = {**environment_values(ExploreCommandSettings, os.environ), **setting_values(args)}
+    try:
+        settings = ExploreCommandSettings(**given)
+    except ValidationError as error:
+        print(f"koholint explore: {flag_errors(error)}", file=sys.stderr)
+        return None
+    judged_only = ["--" + name.replace("_", "-") for name in JUDGED_ONLY if name in given]
+    if judged_only and settings.level != "judges":
+        print(f"koholint explore: {' and '.join(judged_only)} set how the judges fit R_phi as "
+              f"they explore: add --level judges (a reward-model version reads the encoding its "
+              f"card names, in --level-step steps)", file=sys.stderr)  # fmt: skip
+        return None
+    return settings
+
+
+def _run_of(settings: ExploreCommandSettings) -> ExploreConfig | None:
+    """The phase-1 run the settings make; None (said on stderr) if it cannot work."""
+    from koholint.explore.explorer import ExploreConfig, ExploreConfigError
+    from koholint.explore.levels import level_function
+    from koholint.reward.model import RewardModelError
+    from koholint.store import StoreError
+
+    config = ExploreConfig.of(
+        settings, start_state=None if settings.start == "power_on" else settings.start,
+        seed=settings.seed, workers=settings.workers, level=settings.level_spec(),
+        logs_dir=str(Path(settings.out) / "judged"),
+    )  # fmt: skip
+    try:
+        config.validate()
+        level_function(config.level)  # a missing or unusable R_phi version is said here
+    except (ExploreConfigError, RewardModelError, StoreError) as error:
+        print(f"koholint explore: {error}", file=sys.stderr)
+        return None
+    return config
+
+
+def _summary(settings: ExploreCommandSettings, result: ExploreResult) -> dict[str, Any]:
+    return {
         "schema_version": SUMMARY_SCHEMA_VERSION, "won": result.won, "seed": settings.seed,
         "workers": settings.workers, "start": settings.start, "level": settings.level,
         "level_encoding": settings.level_encoding, "level_bins": settings.level_bins,
@@ -146,19 +173,24 @@ def cmd_explore(args: argparse.Namespace) -> int:
         "trajectory_steps": len(result.trajectory) if result.trajectory else None,
         "refits": [asdict(refit) for refit in result.refits],
     }  # fmt: skip
-    if result.trajectory is not None:
-        (out / "win.actions").write_bytes(result.trajectory)
-        check = write_trajectory(result.trajectory, out / "win.jsonl", start_state=start)
-        summary["replay_wins"] = check.won
-        if settings.shorten:
-            short = args.shorten_win(result.trajectory, start, settings)
-            (out / "win-short.actions").write_bytes(short)
-            summary["shortened_steps"] = len(short)
-    (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    verdict = f"won in {len(result.trajectory)} steps" if result.trajectory else "no win"
-    print(f"{verdict} after {result.env_steps} env steps, {result.cells} cells, "
-          f"{result.seconds:.0f} s; results in {out}/")  # fmt: skip
-    return 0 if result.won else 1
+
+
+def _write_win(
+    trajectory: bytes, start: str | None, settings: ExploreCommandSettings, shorten: Shortener
+) -> dict[str, Any]:
+    """win.actions, win.jsonl and (with ``shorten``) win-short.actions; what the summary
+    says of them."""
+    from koholint.explore.trajectory import write_trajectory
+
+    out = Path(settings.out)
+    (out / "win.actions").write_bytes(trajectory)
+    check = write_trajectory(trajectory, out / "win.jsonl", start_state=start)
+    written: dict[str, Any] = {"replay_wins": check.won}
+    if settings.shorten:
+        short = shorten(trajectory, start, settings)
+        (out / "win-short.actions").write_bytes(short)
+        written["shortened_steps"] = len(short)
+    return written
 
 
 def _print_refit(refit: Refit) -> None:

@@ -49,7 +49,7 @@ def test_shorten_writes_a_shorter_win_that_still_wins(tmp_path: Path):
     from koholint.teachers.shorten import winner
 
     code = main(["explore", "--seed", "1", "--workers", "1", "--quiet", "--shorten",
-                 "--out", str(tmp_path)])  # fmt: skip
+                 "--prefer-health", "false", "--out", str(tmp_path)])  # fmt: skip
     assert code == 0
     found = (tmp_path / "win.actions").read_bytes()
     short = (tmp_path / "win-short.actions").read_bytes()
