@@ -23,6 +23,10 @@ DIRECTION_BUTTONS = {
     "down": Button.DOWN,
 }
 FACING = {"right": 0, "left": 1, "up": 2, "down": 3}  # hLinkDirection values
+OVERWORLD_STEPS = {"up": -16, "down": 16, "left": -1, "right": 1}
+"""room id differences between overworld neighbours (id = row << 4 | column)"""
+Room = tuple[int, int, int]
+"""(indoor, map id, room id)"""
 
 
 class NoPathError(RuntimeError):
@@ -92,6 +96,18 @@ def next_step(
     nxt = path[1]
     axis = "x" if nxt[1] == here[1] else "y"
     return steer(position, (tile_center(nxt[0]), tile_center(nxt[1])), axis, tolerance)
+
+
+def neighbour_side(room: Room, other: Room) -> str | None:
+    """Which side of overworld `room` leads into `other`, or None when they are not
+    overworld neighbours."""
+    if room[0] or other[0]:
+        return None
+    for side, step in OVERWORLD_STEPS.items():
+        same_row = side in ("up", "down") or room[2] >> 4 == other[2] >> 4
+        if other[2] - room[2] == step and same_row:
+            return side
+    return None
 
 
 def edge_cells(tiles: Sequence[Sequence[int]], direction: str) -> list[Cell]:

@@ -23,7 +23,7 @@ from collections import deque
 from koholint.env.zelda import BUTTON_ACTIONS
 from koholint.explore.archive import Cell
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
-from koholint.game.navigation import chest_step, stairs_step, steer
+from koholint.game.navigation import chest_step, neighbour_side, stairs_step, steer
 from koholint.game.ram import RamReader
 from koholint.schemas.env import Action
 from koholint.teachers.shortcuts import (
@@ -31,7 +31,6 @@ from koholint.teachers.shortcuts import (
     WinCheck,
     exit_action,
     inside,
-    neighbour_side,
     take,
 )
 

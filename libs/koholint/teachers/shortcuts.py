@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from koholint.env.zelda import BUTTON_ACTIONS
 from koholint.explore.cells import LOOP_TILE, cell_of, restartable
-from koholint.game.navigation import NoPathError, edge_cells, find_path, next_step, steer
+from koholint.game.navigation import (
+    NoPathError,
+    edge_cells,
+    find_path,
+    neighbour_side,
+    next_step,
+    steer,
+)
 from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
 from koholint.schemas.env import Action
 from koholint.teachers.walks import Exit, walk_action
@@ -29,8 +36,6 @@ MIN_SAVED = 32
 """the fewest steps a shortcut must save to be tried"""
 MAX_WALK = 200
 """the most steps a shortcut's walk may take"""
-OVERWORLD_STEPS = {"up": -16, "down": 16, "left": -1, "right": 1}
-"""room id differences between overworld neighbours (id = row << 4 | column)"""
 
 
 class WinCheck(Protocol):
@@ -46,18 +51,6 @@ class WinCheck(Protocol):
     def cells(self, actions: bytes, tile: int = ...) -> list[Cell | None]: ...
     def play(self, prefix: bytes) -> None: ...
     def rebase(self, prefix: bytes) -> None: ...
-
-
-def neighbour_side(room: tuple[int, int, int], other: tuple[int, int, int]) -> str | None:
-    """Which side of overworld `room` leads into `other`, or None when they are not
-    overworld neighbours."""
-    if room[0] or other[0]:
-        return None
-    for side, step in OVERWORLD_STEPS.items():
-        same_row = side in ("up", "down") or room[2] >> 4 == other[2] >> 4
-        if other[2] - room[2] == step and same_row:
-            return side
-    return None
 
 
 def same_progress(cell: Cell, other: Cell) -> bool:

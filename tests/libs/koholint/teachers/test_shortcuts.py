@@ -4,28 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
-from koholint.teachers.shortcuts import MIN_SAVED, neighbour_side, shortcut_target
+from koholint.teachers.shortcuts import MIN_SAVED, shortcut_target
 
 SEED2_DEMO = (Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "levers-2026-11-27d"
               / "s2-explore" / "win-short.actions")  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("room", "other", "side"),
-    [
-        ((0, 0, 0x01), (0, 0, 0x11), "down"),
-        ((0, 0, 0x11), (0, 0, 0x01), "up"),
-        ((0, 0, 0x01), (0, 0, 0x00), "left"),
-        ((0, 0, 0x10), (0, 0, 0x11), "right"),
-        ((0, 0, 0x0F), (0, 0, 0x10), None),  # the next row's first room, not a neighbour
-        ((0, 0, 0x01), (0, 0, 0x22), None),
-        ((1, 0, 0x10), (1, 0, 0x11), None),  # indoor maps are not on the overworld's grid
-    ],
-)
-def test_overworld_neighbours_are_one_row_or_one_column_apart(room, other, side):
-    assert neighbour_side(room, other) == side
 
 
 def cell(room: int, x: int = 8, y: int = 8, level: int = 1, items: int = 0):
