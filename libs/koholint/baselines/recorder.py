@@ -259,8 +259,11 @@ class Route:
         raise RouteError("no enemy hurt Link")
 
     def fight(self, limit: int = 6000) -> None:
-        """Chase and strike every enemy in the room."""
+        """Chase and strike every enemy in the room (stop if the chase left it)."""
+        room = self.ram.room_key()
         for _ in range(limit):
+            if self.ram.room_key() != room:
+                return
             enemies = self.enemies()
             if not enemies:
                 self.wait(16)

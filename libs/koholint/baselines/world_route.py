@@ -34,6 +34,7 @@ class WorldRoute(Route):
         self.world = world
         self.names = {room.key: room.name for room in world.rooms}
         self.rooms = {room.name: room for room in world.rooms}
+        self._leaving = False
 
     def progress(self) -> Progress:
         sword = InventoryItem.SWORD in (
@@ -68,6 +69,31 @@ class WorldRoute(Route):
         except NoPathError as error:
             raise RouteError(f"{error} in room {self.ram.room_key()}") from error
 
+    def press(self, buttons: int, frames: int = 1) -> None:
+        """Route's press; outside `leave` a direction that would cross the room's edge is
+        dropped, so a chase or a step back never leaves the room by accident."""
+        if not self._leaving and buttons & self._edge_buttons():
+            buttons &= ~self._edge_buttons()
+        super().press(buttons, frames)
+
+    def _edge_buttons(self) -> int:
+        if self.byte(RamAddress.GAMEPLAY_TYPE) != GameplayType.WORLD:
+            return 0
+        x, y = self.link()
+        return (
+            (Button.LEFT if x <= 6 else 0)
+            | (Button.RIGHT if x >= 154 else 0)
+            | (Button.UP if y <= 6 else 0)
+            | (Button.DOWN if y >= 122 else 0)
+        )
+
+    def leave(self, direction: str, limit: int = 600) -> None:
+        self._leaving = True
+        try:
+            super().leave(direction, limit)
+        finally:
+            self._leaving = False
+
     def won(self) -> bool:
         return self.byte(RamAddress.GAMEPLAY_TYPE) == GameplayType.CREDITS
 
@@ -84,7 +110,8 @@ class WorldRoute(Route):
         elif step.action == "puzzle":
             self._solve_puzzle()
         elif step.action == "key":
-            self._take(Metatile.KEY)
+            if not self._flags(step.room) & RoomFlag.KEY_TAKEN:  # the fight may have walked on it
+                self._take(Metatile.KEY)
         elif step.action == "door":
             self._open_door()
         else:

@@ -124,7 +124,7 @@ def test_koholint_cartridge_generate_writes_the_rom_and_its_card(tmp_path, capsy
 
 
 @pytest.mark.parametrize(
-    ("size", "seed"), [("small", 0), ("small", 3), ("medium", 0), ("large", 0)]
+    ("size", "seed"), [("small", 0), ("small", 3), ("medium", 0), ("large", 0), ("large", 18)]
 )
 def test_the_walkthrough_controller_wins_a_generated_world_from_power_on(size, seed, tmp_path):
     generated = generate(seed, size)
