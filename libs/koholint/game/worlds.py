@@ -18,7 +18,8 @@ Region layout (little-endian; pointers are CPU addresses inside the region)::
     warp    from room, from cell (y << 4 | x), to room, to x px, to y px, facing
     dialog  pages, choice, text (u16): pages x 32 characters
 
->>> region = encode_world(World(rooms=[Room("a", 0, 0, 0, ["." * 10] * 8)], start=("a", 4, 4)))
+>>> box = ["#" * 10] + ["#" + "." * 8 + "#"] * 6 + ["#" * 10]
+>>> region = encode_world(World(rooms=[Room("a", 0, 0, 0, box)], start=("a", 4, 4)))
 >>> region[:4], len(region) <= REGION_SIZE
 (b'KWLD', True)
 """
