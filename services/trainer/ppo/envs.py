@@ -158,7 +158,7 @@ def export_counts_since_last_call() -> dict[str, float]:
     return deltas
 
 
-def finish_exports(runner: Any, run: str) -> dict[str, int]:
+def finish_exports(runner: Any, run: str) -> dict[str, float]:
     """On an env runner at the run's end: close its envs (each recorder hands over its
     episode's last, partial segment), then close this process's export queues of `run` once
     their segments are written and announced (bounded), and return their totals, with
