@@ -17,11 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from koholint import flags
+from koholint.flags import set_path
 
 # At import, not inside register(): an image without the trainer's dependencies then fails
 # to load this module, and the CLI lists `train` as not installed instead of failing.
 from trainer.config import Deployment
-from trainer.ppo.config import TrainConfig, TrainConfigError, environment_variable, set_path
+from trainer.ppo.config import TrainConfig, TrainConfigError, environment_variable
 
 SHORT_FLAGS = {
     "total_env_steps": ["--steps"],

@@ -15,11 +15,8 @@ Where a run keeps its files and finds its services is the operator's (``trainer.
 
 from __future__ import annotations
 
-import json
 import os
 import tomllib
-import types
-import typing
 from collections.abc import Mapping
 from importlib import resources
 from typing import Annotated, Any, Literal
@@ -41,6 +38,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from koholint import flags
 from koholint.explore.curriculum import CurriculumSettings
 from koholint.explore.settings import ExploreSettings
 from koholint.imitation import ImitationSettings
@@ -390,38 +388,11 @@ def merged(*layers: Mapping[str, Any]) -> dict[str, Any]:
     return result
 
 
-def admits_text(annotation: Any) -> bool:
-    """True when a field of this type takes a string as it is (str, string literals)."""
-    origin = typing.get_origin(annotation)
-    if annotation is str:
-        return True
-    if origin is Literal:
-        return any(isinstance(arg, str) for arg in typing.get_args(annotation))
-    if origin is Annotated:
-        return admits_text(typing.get_args(annotation)[0])
-    if origin in (typing.Union, types.UnionType):
-        return any(admits_text(arg) for arg in typing.get_args(annotation))
-    return False
-
-
-def from_text(annotation: Any, raw: str) -> Any:
-    """A value from the environment or a flag: text where the field takes text, else JSON
-    ("8", "0.25", "false", "[64, 64]"); undecodable text is left for pydantic to refuse."""
-    if raw == "null":
-        return None
-    if admits_text(annotation):
-        return raw
-    try:
-        return json.loads(raw)
-    except json.JSONDecodeError:
-        return raw
-
-
 def typed(annotation: Any, value: Any) -> Any:
     """`value` with every string leaf decoded for the field it sets (nested models too)."""
     if isinstance(value, str):
-        return from_text(annotation, value)
-    model = _model_of(annotation)
+        return flags.from_text(annotation, value)
+    model = flags.model_of(annotation)
     if isinstance(value, dict) and model is not None:
         fields = model.model_fields
         return {
@@ -431,35 +402,14 @@ def typed(annotation: Any, value: Any) -> Any:
     return value
 
 
-def _model_of(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
-
-
-def field_paths(model: type[BaseModel] = TrainConfig, prefix: str = "") -> dict[str, FieldInfo]:
-    """Every setting as a dotted path ('env.frame_skip'), nested objects walked."""
-    paths: dict[str, FieldInfo] = {}
-    for name, field in model.model_fields.items():
-        nested = _model_of(field.annotation)
-        if nested is None or name == "reward_weights":
-            paths[prefix + name] = field
-        else:
-            paths.update(field_paths(nested, f"{prefix}{name}."))
-    return paths
+def field_paths(model: type[BaseModel] | None = None, prefix: str = "") -> dict[str, FieldInfo]:
+    """Every run setting (of TrainConfig, or `model`) as a dotted path ('env.frame_skip')."""
+    return flags.field_paths(model or TrainConfig, prefix, leaves=("reward_weights",))
 
 
 def environment_variable(path: str) -> str:
     """KOHOLINT_TRAINER_TOTAL_ENV_STEPS; KOHOLINT_TRAINER_ENV__FRAME_SKIP for env.frame_skip."""
-    return ENVIRONMENT_PREFIX + path.replace(".", NESTING).upper()
-
-
-def set_path(values: dict[str, Any], path: str, value: Any) -> None:
-    head, _, rest = path.partition(".")
-    if rest:
-        set_path(values.setdefault(head, {}), rest, value)
-    else:
-        values[head] = value
+    return flags.environment_variable(ENVIRONMENT_PREFIX, path)
 
 
 def config_error(

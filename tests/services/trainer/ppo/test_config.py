@@ -14,17 +14,12 @@ from typing import Any
 import pytest
 
 from koholint.env.zelda import REWARD_MODES
+from koholint.flags import set_path
 from koholint.game.states import STATE_NAMES
 from koholint.schemas.env import EnvSettings
 from trainer.cli import DEPLOYMENT, register
 from trainer.config import Settings
-from trainer.ppo.config import (
-    TrainConfig,
-    TrainConfigError,
-    environment_variable,
-    field_paths,
-    set_path,
-)
+from trainer.ppo.config import TrainConfig, TrainConfigError, environment_variable, field_paths
 from trainer.ppo.run import TrainingRun
 
 FLAGS = {"total_env_steps": "--steps", "num_env_runners": "--workers", "resume_from": "--resume"}
