@@ -15,6 +15,7 @@ from koholint.store import LocalStore
 
 
 @pytest.mark.slow  # ~3 minutes: two training bursts, the judges, the reward model
+@pytest.mark.timeout(960)  # the command's own bound (900 s), not the suite's 300 s
 def test_the_loop_shapes_burst_two_with_a_model_trained_on_burst_one(tmp_path: Path):
     store_dir, run_dir = tmp_path / "store", tmp_path / "runs"
     flags = [f"--train-flag={flag}" for flag in SMALL_BURST]

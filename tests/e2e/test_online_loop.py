@@ -16,6 +16,9 @@ from koholint.store import LocalStore
 
 
 @pytest.mark.slow  # ~1-3 minutes: a training run with the judges and refits beside it
+@pytest.mark.timeout(
+    960
+)  # the command's own bound (900 s), not the suite's 300 s: 3 min alone, more beside other tests
 def test_the_online_loop_refits_while_the_run_trains_and_the_run_uses_the_versions(
     tmp_path: Path,
 ):
