@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from koholint.schemas.fields import JsonInt
 from koholint.teachers import TEACHERS, teacher
+from koholint.teachers.base import Labeller
 
 if TYPE_CHECKING:
     from koholint.env.zelda import EnvConfig
@@ -67,7 +68,9 @@ class ImitationSettings(BaseModel):
                 return name, (f"imitation.{name} needs imitation.clone_epochs: what the teachers "
                               f"give is cloned with the trajectory; set clone_epochs (the "
                               f"recipe's 400) or leave {name} out")  # fmt: skip
-        if self.corrections and not any(teacher(name).labels for name in self.teachers):
+        if self.corrections and not any(
+            isinstance(teacher(name), Labeller) for name in self.teachers
+        ):
             return "corrections", ("imitation.corrections needs a teacher that labels a "
                                    "policy's states in imitation.teachers (walks)")  # fmt: skip
         return None
@@ -113,5 +116,6 @@ def labeller(settings: ImitationSettings, given: Lesson) -> Callable[[Policy], T
     the states the policy reaches from its starts; None when corrections are off."""
     if not settings.corrections:
         return None
-    chosen = next(teacher(name) for name in settings.teachers if teacher(name).labels)
+    labellers = (teacher(name) for name in settings.teachers)
+    chosen = next(found for found in labellers if isinstance(found, Labeller))
     return functools.partial(chosen.correct, given)

@@ -3,16 +3,16 @@
 A teacher (``Teacher``) is given a ``Lesson`` — the winning actions, the demonstration they
 make under the training env, that env's settings and how many episodes to play from each
 start — and returns a ``TaughtReport``: the observations it saw and the actions it took in
-its clean episodes, with counts. A teacher that ``labels`` can also be handed a policy
-(``Policy``): the policy plays from the same starts and the teacher labels the states it
-reaches with its own step there (DAgger).
+its clean episodes, with counts. A teacher that also labels (``Labeller``) can be handed a
+policy (``Policy``): the policy plays from the same starts and the teacher labels the states
+it reaches with its own step there (DAgger).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
@@ -61,15 +61,16 @@ class TaughtReport:
 
 
 class Teacher(Protocol):
-    """A scripted teacher: its clean episodes from a lesson's starts; with `labels`, also its
-    labels on the states a policy reaches from them."""
-
-    labels: bool
-    """whether ``correct`` labels a policy's own states (DAgger)"""
+    """A scripted teacher: its clean episodes from a lesson's starts."""
 
     def teach(self, lesson: Lesson) -> TaughtReport:
         """Its clean episodes' observations and actions."""
         ...
+
+
+@runtime_checkable
+class Labeller(Teacher, Protocol):
+    """A teacher that also labels the states a policy reaches from a lesson's starts."""
 
     def correct(self, lesson: Lesson, act: Policy) -> TaughtReport:
         """`act` plays from the lesson's starts; every state it reaches that the teacher has

@@ -23,7 +23,6 @@ from koholint.teachers.base import (
     UNCLONED,
     Episode,
     Lesson,
-    Policy,
     TaughtReport,
     facing,
     healed_states,
@@ -122,14 +121,9 @@ def loot_action(env: ZeldaEnv) -> int | None:
 class Fighter:
     """The teacher ``fights``: the fighter's clean fights (it labels no one else's states)."""
 
-    labels = False
-
     def teach(self, lesson: Lesson) -> TaughtReport:
         return fight_transitions(lesson.actions, lesson.demo, lesson.env_config,
                                  episodes=lesson.episodes, every=lesson.every)  # fmt: skip
-
-    def correct(self, lesson: Lesson, act: Policy) -> TaughtReport:
-        raise NotImplementedError("the fighter labels no policy's states: DAgger needs walks")
 
 
 TEACHER = Fighter()

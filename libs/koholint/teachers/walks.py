@@ -221,8 +221,6 @@ class Walker:
     """The teacher ``walks``: the path-finder's clean walks to each room's exit, and its
     labels on the states a policy reaches walking from the same starts (DAgger)."""
 
-    labels = True
-
     def teach(self, lesson: Lesson) -> TaughtReport:
         return walk_transitions(lesson.actions, lesson.demo, lesson.env_config,
                                 episodes=lesson.episodes, every=lesson.every)  # fmt: skip
