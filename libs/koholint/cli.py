@@ -15,7 +15,7 @@ from koholint.baselines.settings import CHECKPOINT_PREFIX, PlayCommandSettings
 from koholint.explore.command import register as add_explore
 from koholint.flags import add_setting_flags, environment_values, flag_errors, setting_values
 from koholint.fsck import register as add_store
-from koholint.game.rom import ROM_ENV_VARIABLE, InvalidRomError, read_rom
+from koholint.game.rom import ROM_ENV_VARIABLE, InvalidRomError, playing, read_rom, resolve_rom
 from koholint.teachers import shorten_win
 
 if TYPE_CHECKING:
@@ -32,14 +32,12 @@ def _rom_argument(value: str | None) -> Path | None:
 
 # -- play ---------------------------------------------------------------------
 def _starts(settings: PlayCommandSettings, rom: Path | None) -> list[str]:
-    from koholint.game.states import STATE_NAMES, UnknownStateError
+    from koholint.game.states import OPENING_STATES, STATE_NAMES, UnknownStateError
 
-    if rom is not None:
-        return ["power_on"]  # named states belong to the cartridge
     if settings.start == "power-on":
         return ["power_on"]
-    if settings.start == "all":
-        return list(STATE_NAMES)
+    if settings.start == "all":  # another world has the opening's states alone
+        return list(STATE_NAMES) if rom is None else ["power_on", *OPENING_STATES]
     if settings.start != "power_on" and settings.start not in STATE_NAMES:
         raise UnknownStateError(
             f"unknown start {settings.start!r}; choose power_on, all or one of {', '.join(STATE_NAMES)}"
@@ -57,7 +55,7 @@ def cmd_play(args: argparse.Namespace) -> int:
     except ValidationError as error:
         print(f"koholint play: {flag_errors(error)}", file=sys.stderr)
         return 2
-    rom = Path(settings.rom) if settings.rom else None
+    rom = resolve_rom(settings.rom) if settings.rom else None
     policies = settings.policy
     trained = [policy for policy in policies if policy.startswith(CHECKPOINT_PREFIX)]
     if trained:
@@ -65,12 +63,6 @@ def cmd_play(args: argparse.Namespace) -> int:
     if any(getattr(settings, name) is not None for name in settings.trained_only):
         flags = ", ".join("--" + name for name in settings.trained_only)
         print(f"koholint play: {flags} apply to --policy checkpoint:PATH only", file=sys.stderr)
-        return 2
-    if rom is not None and "walkthrough" in policies:
-        print(
-            "koholint play: the walkthrough plays only the bundled cartridge; choose another --policy",
-            file=sys.stderr,
-        )
         return 2
     starts = _starts(settings, rom)
     results = []
@@ -106,17 +98,20 @@ def cmd_play(args: argparse.Namespace) -> int:
 
 
 def _play_trained(settings: PlayCommandSettings, rom: Path | None) -> int:
-    """`--policy checkpoint:PATH`: one trained policy, in the env settings it trained with."""
-    from koholint.baselines.play import play_checkpoint
-
+    """`--policy checkpoint:PATH`: one trained policy, in the env settings it trained with, on
+    its world or --rom's (a policy may be played on a world it never saw)."""
     policies = settings.policy
     if len(policies) > 1:
         print("koholint play: play a checkpoint: policy on its own (one --policy)", file=sys.stderr)
         return 2
-    if rom is not None:
-        print("koholint play: a trained policy plays the cartridge it trained on; drop --rom "
-              f"(and {ROM_ENV_VARIABLE})", file=sys.stderr)  # fmt: skip
-        return 2
+    with playing(rom):  # the episodes' worker processes inherit the world
+        return _play_checkpoint(settings)
+
+
+def _play_checkpoint(settings: PlayCommandSettings) -> int:
+    from koholint.baselines.play import play_checkpoint
+
+    policies = settings.policy
     report = play_checkpoint(
         Path(policies[0].removeprefix(CHECKPOINT_PREFIX)), start=settings.start,
         episodes=settings.episodes, seed=settings.seed, sticky=settings.sticky,
@@ -153,7 +148,8 @@ def _print_summary(results: list[PlayedEpisode]) -> None:
 def cmd_replay(args: argparse.Namespace) -> int:
     from koholint.trajectory.jsonl import replay
 
-    result = replay(Path(args.file))
+    with playing(args.rom):
+        result = replay(Path(args.file))
     if result.ok:
         print(f"replay OK: {result.steps} steps, RAM identical at every step")
         return 0
@@ -362,6 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
         "replay", help="re-run a trajectory and check the RAM at every step"
     )
     replay.add_argument("file", help="a JSONL trajectory written by koholint play")
+    replay.add_argument(
+        "--rom", default=None,
+        help=f"the world it was played on: a ROM or a world folder (default: ${ROM_ENV_VARIABLE} "
+        "or the cartridge)",
+    )  # fmt: skip
     replay.set_defaults(handler=cmd_replay)
 
     rom = commands.add_parser("rom", help="ROM files")

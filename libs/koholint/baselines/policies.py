@@ -20,8 +20,8 @@ from koholint.env.encoding import SLOT_INDEX
 from koholint.env.zelda import Action, ZeldaEnv
 from koholint.game.emulator import Button
 from koholint.game.navigation import NoPathError, edge_cells, next_step
-from koholint.game.ram import RamReader
-from koholint.game.walkthrough import load_walkthrough
+from koholint.game.ram import CARTRIDGE_SEED_ADDRESS, RamReader
+from koholint.game.walkthrough import Walkthrough, load_walkthrough
 
 POLICY_NAMES = ("noop", "random", "walkthrough", "explorer")
 WALKTHROUGH_ENV: dict[str, Any] = {
@@ -77,11 +77,23 @@ class WalkthroughPolicy:
     def reset(self, env: ZeldaEnv, seed: int) -> None:
         if env.config.frame_skip != 1 or env.config.start_state is not None:
             raise ValueError(f"the walkthrough policy needs an env made with {WALKTHROUGH_ENV}")
-        walkthrough = load_walkthrough()
+        walkthrough = self._walkthrough(env)
         self._actions = [
             BUTTON_ACTION[mask] for mask, count in walkthrough.inputs for _ in range(count)
         ]
         self._index = 0
+
+    @staticmethod
+    def _walkthrough(env: ZeldaEnv) -> Walkthrough:
+        """The recorded one on the bundled cartridge; the controller's on any other world."""
+        from koholint.baselines.world_route import world_walkthrough
+
+        rom = env.gameboy.rom
+        if rom.is_bundled_cartridge:
+            return load_walkthrough()
+        if not rom.engine:
+            raise ValueError(f"{rom.path}: the walkthrough plays the engine's worlds only")
+        return world_walkthrough(rom, env.gameboy.memory[CARTRIDGE_SEED_ADDRESS])
 
     def act(self, observation: np.ndarray, info: dict[str, Any]) -> int:
         action = self._actions[self._index] if self._index < len(self._actions) else Action.NOOP

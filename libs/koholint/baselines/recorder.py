@@ -21,7 +21,7 @@ from koholint.game.navigation import (
     steer,
     tile_center,
 )
-from koholint.game.opening import opening_press
+from koholint.game.opening import play_opening
 from koholint.game.ram import (
     ENEMY_TYPES,
     ROOM_HEIGHT,
@@ -35,8 +35,6 @@ from koholint.game.ram import (
 from koholint.game.states import STATE_NAMES
 from koholint.game.tiles import WALKABLE, Metatile
 from koholint.game.walkthrough import Walkthrough
-
-START_OF_PLAY_FRAME_COUNTER = 0x1C
 
 
 class RouteError(RuntimeError):
@@ -179,18 +177,6 @@ class Route:
         self.wait_until(lambda: not self.busy(), 120, "the room transition to end")
 
     # -- actions ----------------------------------------------------------
-    def start_game(self, limit: int = 1200) -> None:
-        """From the title through the file select and the name entry into the world."""
-        for _ in range(limit):
-            press = opening_press(self.ram)
-            if press is None:
-                return
-            if press.button == Button.NONE:
-                self.wait()
-            else:
-                self.tap(press.button)
-        raise RouteError(f"not in play {limit} frames after the title")
-
     def talk(self, choice: int | None = None, limit: int = 3000) -> None:
         """Press A, then read the dialog through, answering a choice with `choice`."""
         self.tap(Button.A)
@@ -318,16 +304,7 @@ class Route:
 def play_route(route: Route) -> None:
     """The whole game, from power-on to the credits."""
     ram = route.ram
-    route.wait(100)
-    route.mark("title")
-    route.start_game()
-    # Play starts at the frame counter's phase of the recordings made before the file select
-    # existed, so the committed demos (benchmarks/results) replay from start_of_play unchanged.
-    route.wait(4)
-    route.wait_until(
-        lambda: ram.byte(RamAddress.FRAME_COUNTER) == START_OF_PLAY_FRAME_COUNTER, 256, "the phase"
-    )
-    route.mark("start_of_play")
+    play_opening(route.press, ram, route.mark)
     # Village: the elder's multi-page dialog.
     route.walk_to((6, 3))
     route.face("up")

@@ -79,4 +79,5 @@ class PlayCommandSettings(BaseModel):
     out: str = Field("runs/play", max_length=4096)
     """folder for the baselines' JSONL trajectories"""
     rom: str | None = Field(None, max_length=4096)
-    """a Game Boy ROM instead of the cartridge"""
+    """a Game Boy ROM, or a world folder (`koholint cartridge generate --out`), instead of the
+    cartridge"""

@@ -15,10 +15,20 @@ from __future__ import annotations
 from koholint.baselines.recorder import Route, RouteError
 from koholint.game.emulator import Button, GameBoy
 from koholint.game.navigation import DIRECTION_BUTTONS, STEPS, NoPathError, find_path
-from koholint.game.ram import EntityType, GameplayType, InventoryItem, RamAddress, RoomFlag
+from koholint.game.opening import play_opening
+from koholint.game.ram import (
+    CARTRIDGE_SEED_ADDRESS,
+    EntityType,
+    GameplayType,
+    InventoryItem,
+    RamAddress,
+    RoomFlag,
+)
+from koholint.game.rom import RomInfo
 from koholint.game.tiles import STAIRS, Metatile
+from koholint.game.walkthrough import Walkthrough
 from koholint.game.worldgen import Progress, Step, solve
-from koholint.game.worlds import World
+from koholint.game.worlds import World, decode_world, region_of
 from koholint.planning import puzzle
 
 SIDES = {"east": "right", "west": "left", "north": "up", "south": "down"}
@@ -177,8 +187,7 @@ class WorldRoute(Route):
 
 def play_world(route: WorldRoute, max_frames: int = 60_000) -> None:
     """Power-on to the credits; RouteError when the budget of frames or failed steps runs out."""
-    route.wait(100)
-    route.start_game()
+    play_opening(route.press, route.ram, route.mark)
     failures = 0
     while not route.won():
         if route.walkthrough.frames > max_frames:
@@ -201,3 +210,21 @@ def play(gameboy: GameBoy, world: World, max_frames: int = 60_000) -> WorldRoute
     route = WorldRoute(gameboy, world)
     play_world(route, max_frames)
     return route
+
+
+_walkthroughs: dict[tuple[str, int | None], Walkthrough] = {}
+
+
+def world_walkthrough(rom: RomInfo, seed_byte: int | None = None) -> Walkthrough:
+    """The controller's buttons from power-on to the credits on `rom`'s world (read from its
+    world region), with the episode's seed byte written at power-on as the env writes it
+    (None: left as power-on has it): the walkthrough baseline of any engine world. Kept per
+    ROM and seed byte."""
+    key = (rom.sha256, seed_byte)
+    if key not in _walkthroughs:
+        world = decode_world(region_of(rom.path.read_bytes()))
+        with GameBoy(rom=rom.path) as gameboy:
+            if seed_byte is not None:
+                gameboy.memory[CARTRIDGE_SEED_ADDRESS] = seed_byte
+            _walkthroughs[key] = play(gameboy, world).walkthrough
+    return _walkthroughs[key]

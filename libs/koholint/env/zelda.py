@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from koholint.env.encoding import OBSERVATION_SIZE, encode, encoding_size, extra_slots
 from koholint.game import fastpath
 from koholint.game.emulator import Button, GameBoy
+from koholint.game.opening import named_state
 from koholint.game.ram import (
     CARTRIDGE_SEED_ADDRESS,
     ROOM_FLAG_TABLES,
@@ -30,7 +31,6 @@ from koholint.game.ram import (
     RoomFlag,
 )
 from koholint.game.state import RawState, count_visited_rooms
-from koholint.game.states import load_named_state
 from koholint.schemas.env import Action, EnvSettings, RewardMode, StartState
 
 ACTION_BUTTONS = (
@@ -194,7 +194,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             self.gameboy = GameBoy(rom=Path(self.config.rom) if self.config.rom else None)
         else:
             self.gameboy.load_state(blob)
-        if self.gameboy.rom.is_bundled_cartridge:
+        if self.gameboy.rom.engine:
             game_seed = self.config.cartridge_seed
             if game_seed is None:
                 game_seed = int(self.np_random.integers(0, 256))
@@ -236,7 +236,7 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
             return None
         if isinstance(start, str):
             if start not in self._state_cache:
-                self._state_cache[start] = load_named_state(start)
+                self._state_cache[start] = named_state(start, self.gameboy.rom)
             return self._state_cache[start]
         if isinstance(start, bytes | bytearray):
             return bytes(start)

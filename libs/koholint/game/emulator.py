@@ -21,7 +21,7 @@ from pyboy import PyBoy  # pysdl2's notice at import is filtered in koholint.gam
 
 from koholint.game import fastpath
 from koholint.game.ram import RamReader
-from koholint.game.rom import RomInfo, bundled_cartridge, read_rom
+from koholint.game.rom import RomInfo, default_rom, read_rom
 from koholint.game.savestate import pack_state, unpack_state
 
 
@@ -73,10 +73,15 @@ class Emulator(Protocol):
 
 
 class GameBoy:
-    """One headless emulator running one ROM (the bundled cartridge by default)."""
+    """One headless emulator running one ROM (by default the process's world: $KOHOLINT_ROM, or
+    the bundled cartridge)."""
+
+    frames_emulated = 0
+    """Frames every GameBoy of this process has run: the emulator's work, whoever asked for it
+    (a run counts its teachers' walks as the change across them)."""
 
     def __init__(self, *, rom: str | Path | None = None) -> None:
-        self.rom: RomInfo = read_rom(rom if rom is not None else bundled_cartridge())
+        self.rom: RomInfo = read_rom(rom if rom is not None else default_rom())
         self._pyboy = PyBoy(
             str(self.rom.path), window="null", sound_emulated=False, log_level="ERROR"
         )
@@ -93,7 +98,8 @@ class GameBoy:
         return self._frame
 
     def reset(self, state: str | bytes) -> None:
-        """Start from a named save state of the cartridge, or from state bytes."""
+        """Start from a named save state of the bundled cartridge, or from state bytes (any
+        world's named states: ``koholint.game.opening.named_state``)."""
         if isinstance(state, str):
             from koholint.game.states import load_named_state
 
@@ -138,6 +144,7 @@ class GameBoy:
         else:
             self._pyboy.tick(frames, False)
         self._frame += frames
+        GameBoy.frames_emulated += frames
 
     def screen_rgb(self):  # type: ignore[no-untyped-def]
         """The last rendered frame as a (144, 160, 3) uint8 array (tick with render=True first)."""

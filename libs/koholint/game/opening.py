@@ -15,9 +15,11 @@ the same way.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
-from koholint.game.emulator import Button
+from koholint.game.emulator import Button, GameBoy
 from koholint.game.ram import (
     COMMAND_SAVE_SLOT,
     FILE_NEW_SUBTYPE_INTERACTIVE,
@@ -31,9 +33,21 @@ from koholint.game.ram import (
     RamAddress,
     RamReader,
 )
+from koholint.game.rom import RomInfo
+from koholint.game.states import OPENING_STATES, UnknownStateError, state_path
 
 PLAYER_NAME = "LINK"
 """The name typed on a new file: letters of the grid, at most NAME_LENGTH."""
+TITLE_WAIT_FRAMES = 100
+"""Frames from power-on to the ``title`` mark: the title screen is up and takes START."""
+START_OF_PLAY_FRAME_COUNTER = 0x1C
+"""``hFrameCounter`` at the ``start_of_play`` mark: play starts at the phase of the recordings
+made before the file select existed, so the committed demonstrations replay unchanged."""
+OPENING_FRAME_LIMIT = 1200
+
+
+class OpeningError(RuntimeError):
+    """The opening did not reach play within its frame budget; the message says where."""
 
 
 @dataclass(frozen=True)
@@ -111,3 +125,67 @@ def _name_entry_press(ram: RamReader) -> OpeningPress:
     else:
         return OpeningPress(Button.A, f"the name entry: A writes {letter!r}")
     return OpeningPress(button, f"the name entry: cursor on {cursor}, toward {letter!r} ({goal})")
+
+
+Press = Callable[[int, int], None]
+"""``press(buttons, frames)``: hold `buttons` for `frames` frames (and record them, if asked)."""
+
+
+def play_opening(press: Press, ram: RamReader, mark: Callable[[str], None]) -> None:
+    """From power-on to the first frame of play, marking ``title`` and ``start_of_play``: the
+    walkthrough's recorder and every world's derived start states go through here."""
+    press(Button.NONE, TITLE_WAIT_FRAMES)
+    mark("title")
+    for _ in range(OPENING_FRAME_LIMIT):
+        step = opening_press(ram)
+        if step is None:
+            break
+        press(step.button, 1)
+        if step.button != Button.NONE:
+            press(Button.NONE, 1)  # released for a frame, so the next press is new
+    else:
+        raise OpeningError(f"not in play {OPENING_FRAME_LIMIT} frames after the title")
+    press(Button.NONE, 4)
+    for _ in range(256):
+        if ram.byte(RamAddress.FRAME_COUNTER) == START_OF_PLAY_FRAME_COUNTER:
+            mark("start_of_play")
+            return
+        press(Button.NONE, 1)
+    raise OpeningError("the frame counter never reached the start-of-play phase in 256 frames")
+
+
+_derived: dict[tuple[str, str], bytes] = {}
+
+
+def named_state(name: str, rom: RomInfo | None = None) -> bytes:
+    """State `name` of `rom` (None: the bundled cartridge): the recorded file on the cartridge;
+    on any other engine world the opening's (``OPENING_STATES``), played from power-on once
+    per ROM and process (a fraction of a second)."""
+    path = state_path(name)
+    if rom is None or rom.is_bundled_cartridge:
+        return path.read_bytes()
+    if name not in OPENING_STATES:
+        raise UnknownStateError(
+            f"save state {name!r} marks the default world's route; {rom.path} has "
+            f"{' and '.join(OPENING_STATES)} (or start from power-on)"
+        )
+    if (rom.sha256, name) not in _derived:
+        for mark, state in opening_states(rom.path).items():
+            _derived[rom.sha256, mark] = state
+    return _derived[rom.sha256, name]
+
+
+def opening_states(rom: str | Path) -> dict[str, bytes]:
+    """``title`` and ``start_of_play`` of `rom`, played from power-on."""
+    states: dict[str, bytes] = {}
+    with GameBoy(rom=rom) as gameboy:
+
+        def press(buttons: int, frames: int) -> None:
+            gameboy.hold(buttons)
+            gameboy.tick(frames)
+
+        def mark(name: str) -> None:
+            states[name] = gameboy.save_state()
+
+        play_opening(press, gameboy.ram, mark)
+    return states

@@ -7,10 +7,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import os
+from collections.abc import Iterator
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
+
+from koholint.game.worlds import MAGIC, REGION_ADDRESS
 
 HEADER_END = 0x150
 TITLE_START, TITLE_END = 0x134, 0x143
@@ -34,6 +39,9 @@ class RomInfo:
     size: int
     cartridge_type: int
     cgb: bool
+    engine: bool = False
+    """the Koholint engine with a world in its world region (the bundled cartridge or a
+    generated world): it reads the episode's seed from RAM and has the opening's states"""
 
     @property
     def is_bundled_cartridge(self) -> bool:
@@ -81,6 +89,7 @@ def read_rom(path: str | Path) -> RomInfo:
         size=len(data),
         cartridge_type=data[CARTRIDGE_TYPE],
         cgb=bool(data[CGB_FLAG] & 0x80),
+        engine=data[REGION_ADDRESS : REGION_ADDRESS + len(MAGIC)] == MAGIC,
     )
 
 
@@ -97,3 +106,45 @@ def bundled_cartridge_sha256() -> str:
     if _bundled_sha256 is None:
         _bundled_sha256 = hashlib.sha256(bundled_cartridge().read_bytes()).hexdigest()
     return _bundled_sha256
+
+
+WORLD_ROM_NAME = "cartridge.gb"
+"""The ROM inside a world folder (``koholint cartridge generate --out DIR``)."""
+
+
+def resolve_rom(path: str | Path) -> Path:
+    """The checked ROM at `path` (a ROM file, or a world folder holding cartridge.gb), absolute."""
+    candidate = Path(path).expanduser()
+    if candidate.is_dir():
+        candidate = candidate / WORLD_ROM_NAME
+        if not candidate.is_file():
+            raise InvalidRomError(
+                f"{path}: a folder with no {WORLD_ROM_NAME}; pass a ROM file or a folder "
+                "written by `koholint cartridge generate --out DIR`"
+            )
+    return read_rom(candidate.resolve()).path
+
+
+def default_rom() -> Path:
+    """The world this process plays when none is named: $KOHOLINT_ROM, else the cartridge."""
+    configured = os.environ.get(ROM_ENV_VARIABLE)
+    return resolve_rom(configured) if configured else bundled_cartridge()
+
+
+@contextlib.contextmanager
+def playing(rom: str | Path | None) -> Iterator[Path]:
+    """Make `rom` this process's world (and its children's: Ray's workers, the explorer's
+    processes inherit the environment) until the block ends; None keeps the current one."""
+    if not rom:
+        yield default_rom()
+        return
+    resolved = resolve_rom(rom)
+    before = os.environ.get(ROM_ENV_VARIABLE)
+    os.environ[ROM_ENV_VARIABLE] = str(resolved)
+    try:
+        yield resolved
+    finally:
+        if before is None:
+            os.environ.pop(ROM_ENV_VARIABLE, None)
+        else:
+            os.environ[ROM_ENV_VARIABLE] = before

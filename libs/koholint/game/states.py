@@ -1,4 +1,9 @@
-"""Named save states of the bundled cartridge, captured along the walkthrough."""
+"""Named save states of the bundled cartridge, captured along its walkthrough.
+
+Every other engine world has the opening's two, ``title`` and ``start_of_play``, derived
+from power-on (``koholint.game.opening.named_state``); the other names mark places on the
+default world's route and exist only on the bundled cartridge.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,8 @@ STATE_NAMES = (
     "dungeon_entrance",
     "last_room",
 )
+OPENING_STATES = ("title", "start_of_play")
+"""The states every world has: the opening's, the same on any world of the engine."""
 
 
 class UnknownStateError(KeyError):
@@ -38,5 +45,6 @@ def state_path(name: str) -> Path:
 
 
 def load_named_state(name: str) -> bytes:
-    """The bytes of a named state, for GameBoy.load_state()."""
+    """The bytes of a named state of the bundled cartridge, for GameBoy.load_state(); any
+    world's: ``koholint.game.opening.named_state``."""
     return state_path(name).read_bytes()

@@ -28,8 +28,8 @@ from koholint.game.ram import RamAddress
 from koholint.game.rom import TITLE_START, bundled_cartridge, header_checksum
 from koholint.game.savestate import SaveStateRomMismatchError
 from koholint.game.state import GameState
-from koholint.game.walkthrough import load_walkthrough
 from koholint.game.states import UnknownStateError, load_named_state
+from koholint.game.walkthrough import load_walkthrough
 
 ROLLOUT = """
 import hashlib, sys
