@@ -111,3 +111,14 @@ class RunFolderSettings(BaseModel):
         max_length=4096,
         description="local folder for Ray's files, the learning curve and logs (one folder per run)",
     )
+
+
+class WorldsFolderSettings(BaseModel):
+    """An operator's folder of worlds that requests name (env-sim's ROMs, the trainer's runs)."""
+
+    worlds_dir: str = Field(
+        "",
+        max_length=4096,
+        description="a folder of worlds (NAME/cartridge.gb from `koholint cartridge generate "
+        "--out`) that requests name; empty: none",
+    )

@@ -1,6 +1,7 @@
 """The world map: every room the ROM shows, rendered once by the emulator and cached per ROM.
 
-Rooms are found by replaying the walkthrough (when it was recorded on this ROM) and then by
+Rooms are found by replaying the walkthrough (the recorded one on the cartridge, the
+controller's on a generated world) and then by
 walking out of every room found through each edge, a few tiles apart. Each room is the screen's
 play field (160x128, the HUD cut off) rendered with sprites switched off on a copy of the state,
 so the map shows the game's own tiles without Link or enemies. A ROM without a walkthrough (the
@@ -22,12 +23,20 @@ from pathlib import Path
 
 import numpy as np
 
+from koholint.baselines.recorder import RouteError
+from koholint.baselines.world_route import world_walkthrough
 from koholint.game.emulator import Button, GameBoy
 from koholint.game.png import encode_png
 from koholint.game.ram import GameplayType, MotionState
 from koholint.game.rom import RomInfo, bundled_cartridge, read_rom
 from koholint.game.state import RawState
-from koholint.game.walkthrough import WalkthroughError, WalkthroughPlayer, load_walkthrough
+from koholint.game.walkthrough import (
+    Walkthrough,
+    WalkthroughError,
+    WalkthroughPlayer,
+    load_walkthrough,
+)
+from koholint.game.worlds import WorldError
 
 logger = logging.getLogger("console.worldmap")
 MAP_SCHEMA_VERSION = 1
@@ -122,7 +131,7 @@ class _Explorer:
 
     def replay_walkthrough(self) -> None:
         try:
-            player = WalkthroughPlayer(self.gameboy, load_walkthrough())
+            player = WalkthroughPlayer(self.gameboy, walkthrough_of(self.gameboy.rom))
         except WalkthroughError:
             logger.info("no walkthrough for ROM %s: the map starts empty", self.gameboy.rom.sha256)
             return
@@ -170,6 +179,17 @@ class _Explorer:
                     if found is not None:
                         todo.append(found)
                         break
+
+
+def walkthrough_of(rom: RomInfo) -> Walkthrough:
+    """The recorded walkthrough of the cartridge; the controller's on any other engine world
+    (it reads the world from the ROM); WalkthroughError on a ROM that is not the engine's."""
+    if rom.engine and not rom.is_bundled_cartridge:
+        try:
+            return world_walkthrough(rom)
+        except (RouteError, WorldError) as error:
+            raise WalkthroughError(f"the controller could not play {rom.path}: {error}") from error
+    return load_walkthrough()
 
 
 def render_rooms(rom: RomInfo) -> dict[RoomKey, bytes]:

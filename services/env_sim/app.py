@@ -53,6 +53,7 @@ async def lifespan(app: FastAPI, *, settings: Settings, metrics: Metrics) -> Asy
         configured=settings.rom_path,
         upload_dir=Path(settings.rom_dir),
         max_upload_bytes=settings.max_rom_bytes,
+        worlds_dir=settings.worlds_dir,
     )
     app.state.sessions = manager = session_manager(settings, metrics)
     app.state.live = LiveStreams(

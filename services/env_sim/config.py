@@ -14,11 +14,19 @@ from koholint.settings import (
     ServiceSettings,
     StoreSettings,
     StreamSettings,
+    WorldsFolderSettings,
 )
 from koholint.web.auth import ControlAccess
 
 
-class Settings(ServiceSettings, StoreSettings, RedisSettings, StreamSettings, ControlAccess):
+class Settings(
+    ServiceSettings,
+    StoreSettings,
+    RedisSettings,
+    StreamSettings,
+    WorldsFolderSettings,
+    ControlAccess,
+):
     model_config = SettingsConfigDict(env_prefix="KOHOLINT_ENV_SIM_", extra="ignore")
     service_defaults = {
         "store_url": "/tmp/koholint-env-sim-store",

@@ -1,4 +1,5 @@
-"""The ROMs a session may run: the bundled cartridge always, the operator's, uploads if enabled."""
+"""The ROMs a session may run: the bundled cartridge always, the operator's, the worlds in
+the operator's worlds folder (``koholint cartridge generate`` output), uploads if enabled."""
 
 from __future__ import annotations
 
@@ -23,11 +24,20 @@ from koholint.web.problems import (
 
 
 class RomRegistry:
-    def __init__(self, *, configured: str | None, upload_dir: Path, max_upload_bytes: int) -> None:
+    def __init__(
+        self,
+        *,
+        configured: str | None,
+        upload_dir: Path,
+        max_upload_bytes: int,
+        worlds_dir: str = "",
+    ) -> None:
         self._roms: dict[str, tuple[RomInfo, str]] = {}
         self._add(read_rom(bundled_cartridge()), "bundled")
         if configured:
             self._add(read_rom(configured), "configured")
+        for path in world_roms(Path(worlds_dir)) if worlds_dir else []:
+            self._add(read_rom(path), "world")
         self._upload_dir = upload_dir
         self._max_upload_bytes = max_upload_bytes
 
@@ -75,3 +85,23 @@ def require_uploads_enabled(enabled: bool) -> None:
             "ROM upload is off; an operator enables it with KOHOLINT_ENV_SIM_ALLOW_ROM_UPLOAD=true",
             status_code=403, title="Forbidden",
         )  # fmt: skip
+
+
+MAX_WORLDS = 1000
+
+
+def world_roms(folder: Path) -> list[Path]:
+    """The worlds of an operator's folder: ``NAME/cartridge.gb`` (what ``koholint cartridge
+    generate --out NAME`` writes) and ``*.gb`` files, sorted; a missing folder or one with more
+    than MAX_WORLDS is a configuration error that names the setting."""
+    if not folder.is_dir():
+        raise InvalidRomError(
+            f"KOHOLINT_ENV_SIM_WORLDS_DIR={folder}: no such folder; "
+            "make one with `koholint cartridge generate --out DIR/NAME`"
+        )
+    found = sorted([*folder.glob("*/cartridge.gb"), *folder.glob("*.gb")])
+    if len(found) > MAX_WORLDS:
+        raise InvalidRomError(
+            f"KOHOLINT_ENV_SIM_WORLDS_DIR={folder}: {len(found)} ROMs, more than {MAX_WORLDS}"
+        )
+    return found

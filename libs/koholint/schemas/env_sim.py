@@ -191,7 +191,10 @@ class RomInfo(_Body):
     sha256: str
     size: int
     cgb: bool
-    source: Literal["bundled", "configured", "uploaded"]
+    source: Literal["bundled", "configured", "world", "uploaded"] = Field(
+        description="the bundled cartridge, the operator's ROM, a world of the operator's "
+        "worlds folder, or an upload"
+    )
 
 
 class RomList(_Body):

@@ -9,7 +9,9 @@ from fastapi import APIRouter, Query, Request, Response
 
 from env_sim import sessions as ops
 from env_sim.deps import RomsDep, SessionsDep, SettingsDep, StoreDep
+from koholint.game.rom import RomInfo
 from koholint.game.state import GameState
+from koholint.game.states import OPENING_STATES
 from koholint.schemas.env_sim import (
     ADDRESS_SPACE,
     MAX_MEMORY_READ,
@@ -56,6 +58,23 @@ def _saved_state(store: ObjectStore, state_id: str) -> bytes:
         raise NotFoundError(f"no saved state {state_id!r}", saved_state_id=state_id) from None
 
 
+def check_start_state(rom: RomInfo, name: str) -> None:
+    """Named states: all on the bundled cartridge, the opening's on any engine world."""
+    if rom.is_bundled_cartridge:
+        return
+    if not rom.engine:
+        raise UnprocessableError(
+            "named start states belong to the engine's worlds; use start_state null (power-on)",
+            field="start_state",
+        )
+    if name not in OPENING_STATES:
+        raise UnprocessableError(
+            f"start_state {name!r} marks the default world's route; this world has "
+            f"{' and '.join(OPENING_STATES)} (or null, power-on)",
+            field="start_state",
+        )
+
+
 def _start(body: SessionSettings | ResetRequest, store: ObjectStore) -> Any:
     if body.saved_state_id:
         return _saved_state(store, body.saved_state_id)
@@ -79,10 +98,8 @@ async def create_session(
             limit=settings.max_frame_skip, field="frame_skip",
         )  # fmt: skip
     rom = roms.resolve(body.rom_id)
-    if body.start_state is not None and not body.saved_state_id and not rom.is_bundled_cartridge:
-        raise UnprocessableError(
-            "named start states belong to the cartridge; use start_state null (power-on)"
-        )
+    if body.start_state is not None and not body.saved_state_id:
+        check_start_state(rom, body.start_state)
     start = await sessions.in_pool(lambda: _start(body, store))
     session = await sessions.create(body, str(rom.path), rom.sha256, start)
     return session.info()

@@ -284,8 +284,9 @@ async def test_roms_list_and_upload_switch(client, settings):
         "/v1/roms", content=b"\x00" * 40_000, headers={"content-type": "application/octet-stream"}
     )
     assert junk.status_code == 422
-    named = await client.post("/v1/sessions", json={"rom_id": rom_id})
-    assert named.status_code == 422  # named states belong to the cartridge
+    named = await client.post("/v1/sessions", json={"rom_id": rom_id, "start_state": "before_npc"})
+    assert named.status_code == 422  # a mark of the default world's route, not the opening's
+    assert "start_of_play" in named.json()["detail"]
     session = await new_session(client, rom_id=rom_id, start_state=None)
     assert (await client.get(f"/v1/sessions/{session}")).json()["rom_id"] == rom_id
     assert (await client.post("/v1/sessions", json={"rom_id": "f" * 64})).status_code == 404
@@ -337,3 +338,33 @@ async def test_hot_path_responses_follow_the_contract(client):
             )
         ).json()
     )
+
+
+async def test_a_world_from_the_worlds_folder_plays_from_its_own_start_of_play(settings, tmp_path):
+    from koholint.game.worldgen import generate, write_world
+
+    engine = bundled_cartridge().read_bytes()
+    world = generate(seed=3, size="medium")
+    write_world(world, engine, tmp_path / "worlds" / "medium-3")
+    settings.worlds_dir = str(tmp_path / "worlds")
+    async with running_client(settings) as client:
+        roms = (await client.get("/v1/roms")).json()["roms"]
+        assert [rom["source"] for rom in roms] == ["bundled", "world"]
+        rom_id = roms[1]["id"]
+        session = await new_session(client, rom_id=rom_id, start_state="start_of_play")
+        state = (await client.get(f"/v1/sessions/{session}/state")).json()
+        assert state["gameplay_type"] == 0x0B  # in the world, not at the title
+        start_room = world.world.room(world.world.start[0])
+        assert state["room"]["room"] == start_room.room_id
+        refused = await client.post(
+            "/v1/sessions", json={"rom_id": rom_id, "start_state": "dungeon_entrance"}
+        )
+        assert refused.status_code == 422
+        assert refused.json()["field"] == "start_state"
+
+
+async def test_a_missing_worlds_folder_stops_startup_naming_the_setting(settings, tmp_path):
+    settings.worlds_dir = str(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="KOHOLINT_ENV_SIM_WORLDS_DIR"):
+        async with running_client(settings):
+            pass
