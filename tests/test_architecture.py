@@ -333,6 +333,8 @@ HOMONYMS = {
     "learning_rate": "PPO's step size (trainer) and R_phi's (reward model): two optimisers",
     "max_live_clients": "the console's browser feeds and env-sim's frame streams: two limits",
     "planner_url": "where each client finds the planner: set per client, like any service's address",
+    "rom": "a run's or a command's world (train, explore, loop: a ROM or a world folder) and one "
+    "env's ROM file (EnvConfig, None: the process's world): the run makes its world every env's",
     "rom_path": "env-sim plays the operator's ROM, the console draws its map from it: one file, each "
     "process's own path to it",
 }

@@ -15,6 +15,7 @@ import time
 from pydantic import ValidationError
 
 from koholint.flags import add_setting_flags, flag_errors, setting_values
+from koholint.game.rom import playing
 from orchestrator.config import Settings
 
 TRAINER_FLAGS = {
@@ -34,15 +35,21 @@ LOOP_FLAGS = {"mode": ["--mode"], "bonus_coefficient": ["--bonus-coefficient"]}
 
 
 def cmd_loop(args: argparse.Namespace) -> int:
-    from orchestrator.loop import LoopError, LoopPlan, print_table, run_loop
-
     try:
         settings = Settings(**setting_values(args))
     except ValidationError as error:
         print(f"koholint loop: {flag_errors(error)}", file=sys.stderr)
         return 2
-    if settings.online:
-        return cmd_online(settings, args)
+    with playing(settings.rom):  # every stage's process inherits the world
+        if settings.online:
+            return cmd_online(settings, args)
+        return cmd_bursts(settings, args)
+
+
+def cmd_bursts(settings: Settings, args: argparse.Namespace) -> int:
+    """Burst after burst: train, judge, fit R_phi, train again with shaping (orchestrator.loop)."""
+    from orchestrator.loop import LoopError, LoopPlan, print_table, run_loop
+
     plan = LoopPlan(
         name=settings.name or time.strftime("loop-%Y%m%d-%H%M%S"), bursts=settings.bursts,
         steps_per_burst=settings.steps_per_burst, store_url=settings.store_url,

@@ -10,14 +10,16 @@ from __future__ import annotations
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from koholint.schemas.env import WorldSetting
 from koholint.settings import RunFolderSettings, StoreSettings
 
 MAX_BURSTS = 10
 MAX_ENV_STEPS = 10**10
 
 
-class Settings(BaseSettings, StoreSettings, RunFolderSettings):
-    """The loop, burst after burst, or (``online``) one run judged and refitted as it trains."""
+class Settings(BaseSettings, StoreSettings, RunFolderSettings, WorldSetting):
+    """The loop, burst after burst, or (``online``) one run judged and refitted as it trains;
+    every stage plays `rom`'s world (handed on as $KOHOLINT_ROM)."""
 
     model_config = SettingsConfigDict(
         env_prefix="KOHOLINT_LOOP_", extra="ignore", use_attribute_docstrings=True

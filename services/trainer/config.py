@@ -11,7 +11,13 @@ from __future__ import annotations
 from pydantic import AliasChoices, Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from koholint.settings import RedisSettings, RunFolderSettings, ServiceSettings, StoreSettings
+from koholint.settings import (
+    RedisSettings,
+    RunFolderSettings,
+    ServiceSettings,
+    StoreSettings,
+    WorldsFolderSettings,
+)
 from koholint.web.auth import ControlAccess, is_loopback
 
 __all__ = ["Deployment", "Settings", "is_loopback"]
@@ -19,7 +25,9 @@ __all__ = ["Deployment", "Settings", "is_loopback"]
 PREFIX = "KOHOLINT_TRAINER_"
 
 
-class Deployment(BaseSettings, StoreSettings, RedisSettings, RunFolderSettings):
+class Deployment(
+    BaseSettings, StoreSettings, RedisSettings, RunFolderSettings, WorldsFolderSettings
+):
     """Where a run keeps its files and finds its services: the operator's choice."""
 
     model_config = SettingsConfigDict(

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from koholint.schemas.fields import PATH_ID_PATTERN, PATH_ID_RULE
 from koholint.schemas.trainer import (
     ACTIVE_STATES,
     TRAJECTORY_PATTERN,
@@ -76,6 +77,8 @@ class Trainer:
             trajectory = self._stored_trajectory(str(requested), config.run)
             curriculum = config.curriculum.model_copy(update={"trajectory": trajectory})
             config = config.model_copy(update={"curriculum": curriculum})
+        if overrides.get("rom"):  # a request names a world of the operator's folder, no path
+            config = config.model_copy(update={"rom": self._world(str(overrides["rom"]))})
         run = TrainingRun(config, self.settings.deployment())
         try:
             run.preflight()  # before a 201: a run that cannot start is the caller's 422
@@ -96,6 +99,18 @@ class Trainer:
             )
             self._thread.start()
         return run
+
+    def _world(self, name: str) -> str:
+        """The path of the world a request names: NAME in the operator's worlds folder."""
+        if not self.settings.worlds_dir:
+            raise _unprocessable("rom", "this trainer has no worlds folder "
+                                 "(KOHOLINT_TRAINER_WORLDS_DIR): a run plays its default world")  # fmt: skip
+        if not re.fullmatch(PATH_ID_PATTERN, name):
+            raise _unprocessable("rom", f"rom {name[:200]!r} is not a world's name: {PATH_ID_RULE}")
+        world = Path(self.settings.worlds_dir).resolve() / name
+        if not world.exists():
+            raise _unprocessable("rom", f"no world {name!r} in the trainer's worlds folder")
+        return str(world)
 
     def _stored_trajectory(self, name: str, run: str) -> str:
         """The local path of the trajectory a request names: a file under trajectory_dir, or

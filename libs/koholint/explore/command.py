@@ -17,13 +17,15 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, StrictBool, ValidationError
 
 from koholint.explore.levels import LevelName, LevelSpec
 from koholint.explore.settings import ExploreSettings
 from koholint.flags import add_setting_flags, environment_values, flag_errors, setting_values
+from koholint.game.rom import ROM_ENV_VARIABLE, playing
+from koholint.schemas.env import WorldSetting
 from koholint.schemas.fields import JsonFloat, JsonInt
 
 if TYPE_CHECKING:
@@ -39,9 +41,11 @@ Shortener = Callable[[bytes, str | None, ExploreSettings], bytes]
 """The winning actions, their start state and the settings -> the shortened win."""
 
 
-class ExploreCommandSettings(ExploreSettings):
+class ExploreCommandSettings(ExploreSettings, WorldSetting):
     """Phase 1's settings, and where, with what seed, workers and level ``koholint explore``
     runs it."""
+
+    environment_names: ClassVar[dict[str, str]] = {"rom": ROM_ENV_VARIABLE}
 
     seed: JsonInt = Field(0, ge=0, le=2**63 - 1)
     """seeds cell selection and the workers' random actions"""
@@ -109,12 +113,13 @@ def cmd_explore(args: argparse.Namespace) -> int:
     if settings is None or config is None:
         return 2
     printer = _ProgressPrinter(every=50_000, quiet=settings.quiet)
-    result = explore(config, printer, None if settings.quiet else _print_refit)
-    out = Path(settings.out)
-    out.mkdir(parents=True, exist_ok=True)
-    summary = _summary(settings, result)
-    if result.trajectory is not None:
-        summary |= _write_win(result.trajectory, config.start_state, settings, args.shorten_win)
+    with playing(settings.rom) as world:  # the workers inherit the world
+        result = explore(config, printer, None if settings.quiet else _print_refit)
+        out = Path(settings.out)
+        out.mkdir(parents=True, exist_ok=True)
+        summary = _summary(settings, result) | {"rom": str(world)}
+        if result.trajectory is not None:
+            summary |= _write_win(result.trajectory, config.start_state, settings, args.shorten_win)
     (out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     verdict = f"won in {len(result.trajectory)} steps" if result.trajectory else "no win"
     print(f"{verdict} after {result.env_steps} env steps, {result.cells} cells, "

@@ -135,3 +135,13 @@ class EnvSettings(BaseModel):
     and 16 counts of the rooms' flags) or 'flags' (those and 14 counts of the rooms' event
     flags, visits left out): with either, a room crossed before and after a puzzle is solved
     looks different"""
+
+
+class WorldSetting(BaseModel):
+    """The world a command or a run plays: ``koholint train``, ``explore`` and ``loop``."""
+
+    model_config = {"use_attribute_docstrings": True}
+
+    rom: str = Field("", max_length=4096)
+    """the world: a ROM file or a world folder from `koholint cartridge generate --out DIR`;
+    empty plays $KOHOLINT_ROM or the bundled cartridge"""

@@ -88,6 +88,8 @@ class RunStatus(BaseModel):
     """checkpoints in the run's ledger"""
     resumed_from: str | None = None
     """the checkpoint this run continued from, if any"""
+    world: dict[str, str] = Field(default_factory=dict)
+    """the ROM the run plays: its ``title``, ``sha256`` and ``path`` (empty before preflight)"""
     error: str | None = None
     """why the run failed (state failed); never a traceback (the logs have it)"""
     export: dict[str, int] = Field(
@@ -122,8 +124,9 @@ class RunStatus(BaseModel):
     from each start the stop rule judged it on: the figures to report"""
     other_work: dict[str, int] = Field(default_factory=dict)
     """the emulator's work beside the policy's env steps, in steps of the frame skip:
-    ``evaluation`` (every evaluation's and report's episodes) and ``planner_macros`` (frames
-    the planner's macros emulated in training episodes)"""
+    ``evaluation`` (every evaluation's and report's episodes), ``planner_macros`` (frames
+    the planner's macros emulated in training episodes) and ``teachers`` (the warm start's
+    lessons: the demonstration replayed, the teachers' episodes, DAgger's walks)"""
 
     @property
     def env_steps_in_all(self) -> int:

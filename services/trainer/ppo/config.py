@@ -42,7 +42,7 @@ from koholint import flags
 from koholint.explore.curriculum import CurriculumSettings
 from koholint.explore.settings import ExploreSettings
 from koholint.imitation import ImitationSettings
-from koholint.schemas.env import EnvSettings
+from koholint.schemas.env import EnvSettings, WorldSetting
 from koholint.schemas.fields import JsonFloat, JsonInt, Seed, number_not_text
 from koholint.schemas.reward_model import VERSION_PATTERN
 from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN, RUN_NAME_PATTERN
@@ -55,6 +55,7 @@ ENVIRONMENT_ALIASES = {
     "ENVS_PER_WORKER": "KOHOLINT_TRAINER_ENVS_PER_ENV_RUNNER",
     "EPISODE_LENGTH": "KOHOLINT_TRAINER_ENV__MAX_EPISODE_STEPS",
     "BATCH_SIZE": "KOHOLINT_TRAINER_TRAIN_BATCH_SIZE",
+    "KOHOLINT_ROM": "KOHOLINT_TRAINER_ROM",
 }
 """The seed's variable names, kept (documented in docs/trainer.md); the prefixed name wins."""
 MAX_ENV_STEPS = 10**10
@@ -174,8 +175,9 @@ class Evaluation(_Group):
         return self
 
 
-class TrainConfig(BaseSettings):
-    """A training run's settings; `koholint train` and POST /v1/runs take the same fields."""
+class TrainConfig(BaseSettings, WorldSetting):
+    """A training run's settings; `koholint train` and POST /v1/runs take the same fields
+    (over HTTP, `rom` names a world of the trainer's worlds folder, never a path)."""
 
     model_config = SettingsConfigDict(
         env_prefix=ENVIRONMENT_PREFIX,
@@ -425,5 +427,5 @@ def config_error(
     if first["type"] == "extra_forbidden" and field in Deployment.model_fields:
         message = "a deployment setting: the operator's (the service's settings or the CLI's flags)"
     elif first["type"] == "extra_forbidden" and field == "env.rom":
-        message = "the ROM is the operator's: set KOHOLINT_ROM where the trainer runs"
+        message = "the world is the run's own setting: rom (--rom, KOHOLINT_ROM), not env.rom"
     return TrainConfigError(f"{field} ({origin}): {message}", field)

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 
+from koholint.game.rom import InvalidRomError, RomInfo, default_rom, read_rom, resolve_rom
 from koholint.reward.model import RewardModelError
 from koholint.schemas.trainer import CheckpointRecord
 from koholint.store import ObjectStore, StoreError, open_store
@@ -28,10 +30,13 @@ class Preflight:
     store: ObjectStore
     resume: CheckpointRecord | None
     """the checkpoint to resume from (its ledger's record), or None"""
+    world: RomInfo
+    """the ROM the run plays (every env, phase 1's workers and the evaluations)"""
 
 
 def preflight(config: TrainConfig, deployment: Deployment) -> Preflight:
     """Fail before any work, naming the setting, when something cannot work."""
+    world = run_world(config.rom, deployment)
     store = _writable_store(deployment.store_url)
     resume = _checkpoint_to_resume(store, config.resume_from) if config.resume_from else None
     try:
@@ -47,7 +52,19 @@ def preflight(config: TrainConfig, deployment: Deployment) -> Preflight:
         check_cluster(deployment.ray_address)
     if deployment.redis_url:
         _reachable("redis_url / KOHOLINT_TRAINER_REDIS_URL", deployment.redis_url, 6379)
-    return Preflight(store, resume)
+    return Preflight(store, resume, world)
+
+
+def run_world(rom: str, deployment: Deployment) -> RomInfo:
+    """The world of a run's `rom`: a name in the deployment's worlds folder first, else a
+    path; empty: $KOHOLINT_ROM or the bundled cartridge."""
+    try:
+        if not rom:
+            return read_rom(default_rom())
+        named = Path(deployment.worlds_dir) / rom if deployment.worlds_dir else None
+        return read_rom(resolve_rom(named if named is not None and named.exists() else rom))
+    except InvalidRomError as error:
+        raise TrainConfigError(f"rom: {error}", "rom") from None
 
 
 def _writable_store(store_url: str) -> ObjectStore:

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlparse
 
+from koholint.game.rom import ROM_ENV_VARIABLE
 from trainer.ppo.config import TrainConfigError
 
 LOOPBACK = "127.0.0.1"
@@ -30,6 +31,13 @@ RAY_CLIENT_PORT = 10001
 # Ray's own chatter that a user of `koholint train` cannot act on (token-auth notices,
 # the new-API-stack banner, deprecations inside RLlib): errors only.
 QUIET_LOGGERS = ("ray", "ray.rllib", "ray.tune", "ray.train", "ray.data", "ray._private")
+
+
+def world_runtime_env() -> dict[str, dict[str, str]] | None:
+    """A cluster's workers play the run's world: its path travels in their environment (the
+    worlds folder is mounted at the same path on every node); a local node inherits it."""
+    rom = os.environ.get(ROM_ENV_VARIABLE)
+    return {"env_vars": {ROM_ENV_VARIABLE: rom}} if rom else None
 
 
 def host_and_port(address: str, default_port: int) -> tuple[str, int]:
@@ -91,7 +99,8 @@ def ray_for_run(address: str, run_dir: Path, cpus: int) -> Iterator[None]:
     quiet_ray()
     single_node(not address)
     if address:
-        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
+        ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR,
+                 runtime_env=world_runtime_env())  # fmt: skip
         try:
             yield
         finally:

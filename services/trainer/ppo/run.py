@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from koholint.game.rom import playing
 from koholint.schemas.trainer import RunStatus
 from trainer.config import Deployment
 from trainer.ledger import checkpoint_owner
@@ -83,6 +84,8 @@ class TrainingRun:
     def preflight(self) -> None:
         """Fail before any work, naming the setting, when something cannot work."""
         self._preflight = preflight(self.config, self.deployment)
+        world = self._preflight.world
+        self.status.world = {"title": world.title, "sha256": world.sha256, "path": str(world.path)}
 
     def run(self, on_iteration: OnIteration | None = None) -> RunStatus:
         """Train to the end (or the stop); the final status. A failure is recorded in the
@@ -116,11 +119,14 @@ class TrainingRun:
             raise RuntimeError("preflight() first")
         run_dir = Path(self.deployment.run_dir).resolve() / self.config.run
         run_dir.mkdir(parents=True, exist_ok=True)
-        if self.config.phase in ("explore", "both") and not self._explore(run_dir, on_iteration):
-            return
-        cpus = max(2, self.config.num_env_runners + 1)
-        with ray_for_run(self.deployment.ray_address, run_dir, cpus):
-            self._train(self._preflight, run_dir, on_iteration)
+        with playing(self._preflight.world.path):
+            if self.config.phase in ("explore", "both") and not self._explore(
+                run_dir, on_iteration
+            ):
+                return
+            cpus = max(2, self.config.num_env_runners + 1)
+            with ray_for_run(self.deployment.ray_address, run_dir, cpus):
+                self._train(self._preflight, run_dir, on_iteration)
 
     def _explore(self, run_dir: Path, on_iteration: OnIteration | None) -> bool:
         """Phase one: Go-Explore to a first win. Whether training follows; with phase
@@ -157,7 +163,9 @@ class TrainingRun:
             resumed_steps = checkpoints.restore(algo, checked.resume, self.status, self._curve)
             announce_run_segments(config, self.deployment, self.status.export)
         elif config.phase in ("robustify", "both"):
-            clone_demonstration(algo, config, run_dir)
+            cloned = clone_demonstration(algo, config, run_dir)
+            if cloned is not None:
+                self.status.other_work["teachers"] = int(cloned["env_steps"])
         shaping = self._shaping(checked)
         self.status.state = "running"
         evaluator = PolicyEvaluator(config, run_dir, self.status.env_steps)

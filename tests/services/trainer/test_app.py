@@ -390,3 +390,47 @@ async def test_a_failed_run_shows_its_error_without_the_traceback(tmp_path: Path
         app.state.trainer.runs["broken"] = run
         status = (await http.get("/v1/runs/broken")).json()
     assert status["error"] == "ValueError: curriculum trajectory is not an actions file"
+
+
+@pytest.mark.parametrize("rom", ["/etc/hostname", "../worlds/a", "a/cartridge.gb", "..", ".x"])
+async def test_a_world_over_http_is_a_name_in_the_worlds_folder_never_a_path(
+    tmp_path: Path, rom: str
+):
+    (tmp_path / "worlds").mkdir()
+    before = written_files(tmp_path)
+    body = {"run": "elsewhere", "rom": rom}
+    app = create_app(settings(tmp_path, worlds_dir=str(tmp_path / "worlds")))
+    async with client_of(app) as http:
+        created = await http.post("/v1/runs", json=body)
+        runs = (await http.get("/v1/runs")).json()
+    assert "not a world's name" in assert_problem(created, 422, "rom")["detail"]
+    assert runs == {"runs": []}
+    assert written_files(tmp_path) == before
+
+
+async def test_a_world_named_over_http_must_be_in_the_folder_and_the_folder_configured(
+    tmp_path: Path,
+):
+    from koholint.game.rom import bundled_cartridge
+
+    worlds = tmp_path / "worlds"
+    (worlds / "island").mkdir(parents=True)
+    (worlds / "island" / "cartridge.gb").write_bytes(bundled_cartridge().read_bytes())
+    async with client_of(create_app(settings(tmp_path))) as http:
+        unconfigured = await http.post("/v1/runs", json={"run": "a", "rom": "island"})
+    assert "no worlds folder" in assert_problem(unconfigured, 422, "rom")["detail"]
+    async with client_of(create_app(settings(tmp_path, worlds_dir=str(worlds)))) as http:
+        missing = await http.post("/v1/runs", json={"run": "b", "rom": "atoll"})
+    assert "no world 'atoll'" in assert_problem(missing, 422, "rom")["detail"]
+    trainer = Trainer(None, settings(tmp_path, worlds_dir=str(worlds)), environ={})  # type: ignore[arg-type]
+    assert trainer._world("island") == str((worlds / "island").resolve())
+
+
+def test_a_run_that_names_no_rom_file_fails_preflight_naming_the_setting(tmp_path: Path):
+    from trainer.ppo.config import TrainConfigError
+
+    config = TrainConfig.load({"run": "nowhere", "rom": str(tmp_path / "missing.gb")}, environ={})
+    run = TrainingRun(config, settings(tmp_path).deployment())
+    with pytest.raises(TrainConfigError, match="rom: .*no such file") as raised:
+        run.preflight()
+    assert raised.value.field == "rom"

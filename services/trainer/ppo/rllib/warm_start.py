@@ -6,7 +6,8 @@ rounds of DAgger. Here the policy network (the actor encoder and the pi head; th
 network is left alone) is fitted to those actions with cross-entropy and Adam for
 ``imitation.clone_epochs`` passes of minibatches, and the runners get the cloned weights
 before the first sample. The accuracy before and after (the share of steps whose most
-likely action is the one taught) is written to the run folder's ``warm_start.json``.
+likely action is the one taught) is written to the run folder's ``warm_start.json``, with
+``env_steps``: the emulator's work of the lessons and the walks, in steps of the frame skip.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 from ray.rllib.core import DEFAULT_MODULE_ID
 from ray.rllib.core.columns import Columns
 
+from koholint.game.emulator import GameBoy
 from trainer.ppo.config import TrainConfig
 
 if TYPE_CHECKING:
@@ -45,8 +47,10 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
     if not settings.clone_epochs or not config.curriculum.trajectory:
         return None
     actions = Path(config.curriculum.trajectory).read_bytes()
+    frames_before = GameBoy.frames_emulated
     given = lesson(settings, actions, EnvConfig.parse(config.env.model_dump()))
     taught = lessons(settings, given)
+    frames = GameBoy.frames_emulated - frames_before
     fit = functools.partial(
         _clone, observations=taught.observations, actions=taught.actions,
         epochs=settings.clone_epochs, seed=config.seed, correct=labeller(settings, given),
@@ -55,8 +59,9 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
     fitted: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][0]
     algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
                                        inference_only=True, timeout_seconds=60.0)  # fmt: skip
+    frames += fitted.pop("frames_emulated", 0)  # DAgger's walks, on the learner
     done = {"demo_steps": taught.demo_steps, **taught.taught, "epochs": settings.clone_epochs,
-            **fitted}  # fmt: skip
+            **fitted, "env_steps": frames // config.env.frame_skip}  # fmt: skip
     (run_dir / "warm_start.json").write_text(json.dumps(done, indent=1) + "\n")
     logger.info("cloned the demonstration: accuracy %.3f -> %.3f", done["accuracy_before"],
                 done["accuracy_after"], extra={"event": "warm_start"})  # fmt: skip
@@ -80,6 +85,7 @@ def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epoch
     done: dict[str, Any] = {"accuracy_before": before,
                             "accuracy_after": _accuracy(module, inputs, targets)}  # fmt: skip
     corrections = []
+    frames_before = GameBoy.frames_emulated
     for _ in range(rounds if correct else 0):
         report = correct(functools.partial(_sampled_action, module))  # type: ignore[misc]
         taught = report.transitions
@@ -93,7 +99,7 @@ def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epoch
     if corrections:
         done["corrections"] = corrections
         done["accuracy_corrected"] = _accuracy(module, inputs, targets)
-    return {**done, "final_loss": loss}
+    return {**done, "final_loss": loss, "frames_emulated": GameBoy.frames_emulated - frames_before}
 
 
 def _fit(module: Any, optimizer: torch.optim.Optimizer, inputs: torch.Tensor,

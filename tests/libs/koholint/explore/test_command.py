@@ -69,7 +69,8 @@ def test_every_flag_shows_its_variable_and_default(capsys):
     for name in ExploreCommandSettings.model_fields:
         flag = "--" + name.replace("_", "-")
         assert flag in shown, flag
-        assert f"(KOHOLINT_EXPLORE_{name.upper()}; default" in shown, name
+        variable = ExploreCommandSettings.environment_names.get(name)
+        assert f"({variable or 'KOHOLINT_EXPLORE_' + name.upper()}; default" in shown, name
 
 
 def test_the_environment_sets_a_setting_and_a_flag_beats_it(tmp_path: Path, monkeypatch, capsys):

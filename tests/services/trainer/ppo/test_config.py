@@ -70,6 +70,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "stop_at_win_rate": ("0.5", "0.25", 0.25),
         "observation": ("memory", "flags", "flags"),
         "teachers": ('["fights"]', ["walks", "fights"], ["walks", "fights"]),
+        "rom": ("worlds/a", "worlds/b", "worlds/b"),
     }
     if name in special:
         return special[name]
@@ -241,7 +242,7 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"env": {"reward_mode": "dense"}}, {}, "env.reward_mode", "'sparse', 'progress' or 'progress\\+coverage'"),
         ({"env": {"frame_skip": 0}}, {}, "env.frame_skip", "greater than or equal to 1"),
         ({}, {"KOHOLINT_TRAINER_ENV__FRAME_SKIP": "x"}, "env.frame_skip", "KOHOLINT_TRAINER_ENV__FRAME_SKIP"),
-        ({"env": {"rom": "/etc/passwd"}}, {}, "env.rom", "the ROM is the operator's"),
+        ({"env": {"rom": "/etc/passwd"}}, {}, "env.rom", "the world is the run's own setting: rom"),
         ({"env": {"start_state": "anywhere"}}, {}, "env.start_state", "named state"),
         ({"env": {"bogus": 1}}, {}, "env.bogus", "Extra inputs"),
         ({"curriculum": {"threshold": 2}}, {}, "curriculum.threshold", "less than or equal to 1"),
