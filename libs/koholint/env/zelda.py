@@ -453,23 +453,39 @@ class ZeldaEnv(gym.Env[np.ndarray, np.int64]):
 _WORLD = int(GameplayType.WORLD)
 _ACTIONS = tuple(Action)
 _HELD_WHOLE_STEP = DIRECTION_ACTIONS | {Action.NOOP}  # no button to press and release
-# The cartridge's progress, in route order: (name, room-status address, flag) or a RawState test.
+# The route's progress, in route order, on any world: read from the room flags of every room
+# (a generated world's puzzles, halls and doors are wherever its generator put them).
 MILESTONES = ("sword", "puzzle", "dungeon", "key", "lock", "instrument")
-_PUZZLE_ROOM_STATUS = RamAddress.OVERWORLD_ROOM_STATUS + 0x01
-_DUNGEON_ENTRANCE_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x10
-_KEY_HALL_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x08
-_LOCK_HALL_STATUS = RamAddress.INDOOR_ROOM_STATUS + 0x09
+_OVERWORLD = slice(
+    int(RamAddress.OVERWORLD_ROOM_STATUS), int(RamAddress.OVERWORLD_ROOM_STATUS) + 256
+)
+_INDOOR = slice(int(RamAddress.INDOOR_ROOM_STATUS), int(RamAddress.INDOOR_ROOM_STATUS) + 256)
+
+
+def _flag_table(flag: int) -> bytes:
+    """A translate table: each flags byte to 1 where `flag` is set, else 0."""
+    return bytes(bool(flags & flag) for flags in range(256))
+
+
+_PUZZLE_SOLVED, _KEY_TAKEN, _DOOR_OPEN, _VISITED = (
+    _flag_table(flag)
+    for flag in (RoomFlag.PUZZLE_SOLVED, RoomFlag.KEY_TAKEN, RoomFlag.DOOR_OPEN, RoomFlag.VISITED)
+)
 
 
 def milestones(memory: Any, raw: RawState) -> dict[str, bool]:
-    """Which steps of the cartridge's route this episode's game has reached (the room flags
-    persist in RAM, so a restarted episode reports what its start state had reached too)."""
+    """Which steps of the route this episode's game has reached, on any world: the sword held,
+    a puzzle solved, an indoor room (the dungeon) entered, a key taken, a door opened, the
+    instrument (the room flags persist in RAM, so a restarted episode reports what its start
+    state had reached too)."""
+    indoor = bytes(memory[_INDOOR])
+    rooms = bytes(memory[_OVERWORLD]) + indoor
     return {
         "sword": 1 in raw.inventory,
-        "puzzle": bool(memory[_PUZZLE_ROOM_STATUS] & RoomFlag.PUZZLE_SOLVED),
-        "dungeon": bool(memory[_DUNGEON_ENTRANCE_STATUS] & RoomFlag.VISITED),
-        "key": bool(memory[_KEY_HALL_STATUS] & RoomFlag.KEY_TAKEN),
-        "lock": bool(memory[_LOCK_HALL_STATUS] & RoomFlag.DOOR_OPEN),
+        "puzzle": 1 in rooms.translate(_PUZZLE_SOLVED),
+        "dungeon": 1 in indoor.translate(_VISITED),
+        "key": 1 in rooms.translate(_KEY_TAKEN),
+        "lock": 1 in rooms.translate(_DOOR_OPEN),
         "instrument": raw.instrument,
     }
 

@@ -108,3 +108,59 @@ def test_a_folder_without_a_cartridge_is_refused_naming_the_fix(tmp_path):
         resolve_rom(tmp_path)
     with pytest.raises(InvalidRomError, match="no such file"):
         resolve_rom(tmp_path / "missing.gb")
+
+
+def _default_route_milestones(memory, raw) -> dict[str, bool]:
+    """The default world's milestones read from its own rooms (the puzzle at overworld 0x01,
+    the dungeon's entrance at indoor 0x10, the key hall 0x08, the lock hall 0x09)."""
+    from koholint.game.ram import RamAddress, RoomFlag
+
+    overworld, indoor = RamAddress.OVERWORLD_ROOM_STATUS, RamAddress.INDOOR_ROOM_STATUS
+    return {
+        "sword": 1 in raw.inventory,
+        "puzzle": bool(memory[overworld + 0x01] & RoomFlag.PUZZLE_SOLVED),
+        "dungeon": bool(memory[indoor + 0x10] & RoomFlag.VISITED),
+        "key": bool(memory[indoor + 0x08] & RoomFlag.KEY_TAKEN),
+        "lock": bool(memory[indoor + 0x09] & RoomFlag.DOOR_OPEN),
+        "instrument": raw.instrument,
+    }
+
+
+def _milestones_along(gameboy, walkthrough, every: int = 16):
+    from koholint.env.zelda import milestones
+    from koholint.game.state import RawState
+    from koholint.game.walkthrough import WalkthroughPlayer
+
+    player = WalkthroughPlayer(gameboy, walkthrough)
+    while gameboy.frame < walkthrough.frames:
+        player.advance_to(min(gameboy.frame + every, walkthrough.frames))
+        raw = RawState(gameboy.memory, gameboy.rom.cgb)
+        yield milestones(gameboy.memory, raw), raw
+
+
+def test_on_the_default_world_the_milestones_of_any_room_are_its_routes():
+    from koholint.game.walkthrough import load_walkthrough
+
+    with GameBoy() as gameboy:
+        seen = 0
+        for found, raw in _milestones_along(gameboy, load_walkthrough()):
+            assert found == _default_route_milestones(gameboy.memory, raw), gameboy.frame
+            seen += 1
+        assert all(found.values())
+    assert seen > 100
+
+
+def test_a_generated_world_reaches_every_milestone_in_route_order(tmp_path):
+    from koholint.baselines.world_route import world_walkthrough
+    from koholint.env.zelda import MILESTONES
+
+    generated = generate(1, "medium")
+    rom_path, _ = write_world(generated, ENGINE, tmp_path / "medium-1")
+    rom = read_rom(rom_path)
+    order: list[str] = []
+    with GameBoy(rom=rom_path) as gameboy:
+        for found, _ in _milestones_along(gameboy, world_walkthrough(rom), every=4):
+            order += [name for name in MILESTONES if found[name] and name not in order]
+    assert order[0] == "sword"
+    assert order[-1] == "instrument"
+    assert set(order) == set(MILESTONES)
