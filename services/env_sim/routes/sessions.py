@@ -98,7 +98,7 @@ async def create_session(
             limit=settings.max_frame_skip, field="frame_skip",
         )  # fmt: skip
     rom = roms.resolve(body.rom_id)
-    if body.start_state is not None and not body.saved_state_id:
+    if isinstance(body.start_state, str) and not body.saved_state_id:
         check_start_state(rom, body.start_state)
     start = await sessions.in_pool(lambda: _start(body, store))
     session = await sessions.create(body, str(rom.path), rom.sha256, start)
