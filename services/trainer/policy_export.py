@@ -30,6 +30,7 @@ from koholint import ENV_ID
 from koholint.baselines.trained import PolicyFileError, write_policy
 from koholint.env.encoding import encoding_size
 from koholint.env.zelda import Action
+from koholint.game.rom import InvalidRomError, default_rom, read_rom, resolve_rom
 from koholint.schemas.trainer import CHECKPOINT_NAME_PATTERN
 from koholint.store import StoreError, open_store
 from trainer.ledger import (
@@ -93,7 +94,7 @@ def policy_from_state(
         "phase": config.get("phase", "train"), "hidden_sizes": config.get("hidden_sizes"),
         "curriculum_trajectory": _nested(config, "curriculum", "trajectory", ""),
         "sil_weight": _nested(config, "sil", "weight", 0.0), "seed": config.get("seed", 0),
-        **(extra_source or {}),
+        "world_sha256": _world_sha256(str(config.get("rom") or "")), **(extra_source or {}),
     }  # fmt: skip
     try:
         return write_policy(
@@ -101,6 +102,15 @@ def policy_from_state(
         )
     except PolicyFileError as error:
         raise ExportError(f"{where}: {error}") from None
+
+
+def _world_sha256(rom: str) -> str | None:
+    """The sha256 of the world a run played (its rom, or the process's world); None when the
+    file is no longer there."""
+    try:
+        return read_rom(resolve_rom(rom) if rom else default_rom()).sha256
+    except InvalidRomError:
+        return None
 
 
 def _nested(config: Mapping[str, Any], group: str, name: str, default: Any) -> Any:

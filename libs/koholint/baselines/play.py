@@ -15,6 +15,7 @@ from koholint.baselines.trained import (
     play_policy,
 )
 from koholint.env.zelda import ZeldaEnv, progress_level
+from koholint.game.rom import default_rom, read_rom
 from koholint.trajectory.jsonl import TrajectoryWriter
 
 _TRAINED_ROW = "{:>6}{:>5}{:>7}{:>7}{:>7}{:>7}{:>9}"
@@ -66,6 +67,15 @@ def run_episode(
         env.close()
 
 
+def world_line(trained_sha256: str | None) -> str:
+    """Which world the episodes play, and whether the policy trained on another."""
+    world = read_rom(default_rom())
+    line = f"world {world.title} {world.sha256[:12]} ({world.path})"
+    if trained_sha256 and trained_sha256 != world.sha256:
+        line += f"; the policy trained on another world ({trained_sha256[:12]})"
+    return line
+
+
 def play_checkpoint(
     path: Path,
     *,
@@ -89,6 +99,7 @@ def play_checkpoint(
     source = policy.source
     out(f"policy {policy.path} (run {source.get('run') or '?'}, {source.get('checkpoint') or '?'}, "
         f"{source.get('env_steps') or '?'} env steps)")  # fmt: skip
+    out(world_line(source.get("world_sha256")))
 
     def header(report: PlayReport) -> None:
         out(f"start {report.start}  sticky {report.sticky}  planner {report.planner}  "

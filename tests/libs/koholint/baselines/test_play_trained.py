@@ -296,3 +296,24 @@ def test_the_committed_policy_wins_the_game_from_start_of_play():
     result = play_policy(policy, PlaySettings(start="start_of_play", episodes=5))
     assert [episode.won for episode in result.episodes] == [True] * 5
     assert result.episodes[0].steps == 629  # the committed GIF's episode (seed 0)
+
+
+def test_a_policy_played_on_another_world_says_so(tmp_path, capsys):
+    from koholint.game.rom import bundled_cartridge, read_rom
+    from koholint.game.worldgen import generate, write_world
+
+    world, _ = write_world(generate(4, "small"), bundled_cartridge().read_bytes(), tmp_path / "w")
+    trained_here = constant_policy(tmp_path / "here", Action.UP)
+    document = json.loads((trained_here / "policy.json").read_text())
+    document["source"]["world_sha256"] = read_rom(bundled_cartridge()).sha256
+    (trained_here / "policy.json").write_text(json.dumps(document))
+    arguments = ["--start", "power-on", "--episodes", "1", "--max-steps", "5"]
+    code, out, _ = play(capsys, "--policy", f"checkpoint:{trained_here}", *arguments)
+    assert code == 0
+    assert "world KOHOLINT" in out
+    assert "another world" not in out
+    code, out, _ = play(capsys, "--policy", f"checkpoint:{trained_here}", "--rom", str(world.parent),
+                        *arguments)  # fmt: skip
+    assert code == 0
+    assert f"world KOHOLINT {read_rom(world).sha256[:12]}" in out
+    assert "the policy trained on another world" in out
