@@ -7,6 +7,7 @@ import hashlib
 from pathlib import Path
 
 from koholint.game.rom import (
+    WORLD_ROM_NAME,
     InvalidRomError,
     RomInfo,
     bundled_cartridge,
@@ -99,7 +100,7 @@ def world_roms(folder: Path) -> list[Path]:
             f"KOHOLINT_ENV_SIM_WORLDS_DIR={folder}: no such folder; "
             "make one with `koholint cartridge generate --out DIR/NAME`"
         )
-    found = sorted([*folder.glob("*/cartridge.gb"), *folder.glob("*.gb")])
+    found = sorted([*folder.glob(f"*/{WORLD_ROM_NAME}"), *folder.glob("*.gb")])
     if len(found) > MAX_WORLDS:
         raise InvalidRomError(
             f"KOHOLINT_ENV_SIM_WORLDS_DIR={folder}: {len(found)} ROMs, more than {MAX_WORLDS}"

@@ -157,6 +157,24 @@ def play_opening(press: Press, ram: RamReader, mark: Callable[[str], None]) -> N
 _derived: dict[tuple[str, str], bytes] = {}
 
 
+def check_named_state(name: str, rom: RomInfo) -> None:
+    """UnknownStateError, naming what `rom` has, unless it has state `name`: every state on the
+    bundled cartridge, the opening's on another engine world, none on any other ROM."""
+    state_path(name)
+    if rom.is_bundled_cartridge:
+        return
+    if not rom.engine:
+        raise UnknownStateError(
+            f"{rom.path} is not one of the engine's worlds: it has no named states; start it "
+            "from power-on"
+        )
+    if name not in OPENING_STATES:
+        raise UnknownStateError(
+            f"save state {name!r} marks the default world's route; {rom.path} has "
+            f"{' and '.join(OPENING_STATES)} (or start from power-on)"
+        )
+
+
 def named_state(name: str, rom: RomInfo | None = None) -> bytes:
     """State `name` of `rom` (None: the bundled cartridge): the recorded file on the cartridge;
     on any other engine world the opening's (``OPENING_STATES``), played from power-on once
@@ -164,11 +182,7 @@ def named_state(name: str, rom: RomInfo | None = None) -> bytes:
     path = state_path(name)
     if rom is None or rom.is_bundled_cartridge:
         return path.read_bytes()
-    if name not in OPENING_STATES:
-        raise UnknownStateError(
-            f"save state {name!r} marks the default world's route; {rom.path} has "
-            f"{' and '.join(OPENING_STATES)} (or start from power-on)"
-        )
+    check_named_state(name, rom)
     if (rom.sha256, name) not in _derived:
         for mark, state in opening_states(rom.path).items():
             _derived[rom.sha256, mark] = state

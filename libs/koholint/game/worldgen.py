@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from koholint.game.rom import WORLD_ROM_NAME
 from koholint.game.worlds import (
     ENEMIES,
     OPPOSITE,
@@ -650,7 +651,7 @@ def write_world(
     """Write DIR/cartridge.gb and DIR/world.json; return their paths."""
     rom = build_rom(generated, engine_rom)
     out.mkdir(parents=True, exist_ok=True)
-    rom_path, card_path = out / "cartridge.gb", out / "world.json"
+    rom_path, card_path = out / WORLD_ROM_NAME, out / "world.json"
     rom_path.write_bytes(rom)
     document = card(generated, rom, walkthrough_frames)
     card_path.write_text(json.dumps(document, indent=1) + "\n")

@@ -9,9 +9,10 @@ from fastapi import APIRouter, Query, Request, Response
 
 from env_sim import sessions as ops
 from env_sim.deps import RomsDep, SessionsDep, SettingsDep, StoreDep
+from koholint.game.opening import check_named_state
 from koholint.game.rom import RomInfo
 from koholint.game.state import GameState
-from koholint.game.states import OPENING_STATES
+from koholint.game.states import UnknownStateError
 from koholint.schemas.env_sim import (
     ADDRESS_SPACE,
     MAX_MEMORY_READ,
@@ -59,20 +60,11 @@ def _saved_state(store: ObjectStore, state_id: str) -> bytes:
 
 
 def check_start_state(rom: RomInfo, name: str) -> None:
-    """Named states: all on the bundled cartridge, the opening's on any engine world."""
-    if rom.is_bundled_cartridge:
-        return
-    if not rom.engine:
-        raise UnprocessableError(
-            "named start states belong to the engine's worlds; use start_state null (power-on)",
-            field="start_state",
-        )
-    if name not in OPENING_STATES:
-        raise UnprocessableError(
-            f"start_state {name!r} marks the default world's route; this world has "
-            f"{' and '.join(OPENING_STATES)} (or null, power-on)",
-            field="start_state",
-        )
+    """Named states: all on the bundled cartridge, the opening's on any engine world (422)."""
+    try:
+        check_named_state(name, rom)
+    except UnknownStateError as error:
+        raise UnprocessableError(str(error), field="start_state") from None
 
 
 def _start(body: SessionSettings | ResetRequest, store: ObjectStore) -> Any:
