@@ -200,12 +200,12 @@ def _recording_timers(timers: list[dict[str, float]]) -> Iterator[None]:
 
         return call
 
-    def recording(result: dict[str, Any], status: Any) -> None:
+    def recording(result: dict[str, Any], status: Any, **options: Any) -> None:
         now = time.perf_counter()
         timers.append({**parts, "iteration": now - last[0]})
         parts.clear()
         last[0] = now
-        read_result(result, status)
+        read_result(result, status, **options)
 
     patches = [(ppo, "synchronous_parallel_sample", "sampling"),
                (LearnerGroup, "update", "learner"), (EnvRunnerGroup, "sync_weights", "sync")]  # fmt: skip
