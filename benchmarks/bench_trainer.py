@@ -1,25 +1,39 @@
 """Benchmark the trainer's throughput against Stable-Baselines3, PufferLib and the bare env.
 
-    .venv/bin/python benchmarks/bench_trainer.py [--steps 16384] [--rounds 1] [--scale] [--connectors] [--nodes]
+    .venv/bin/python benchmarks/bench_trainer.py [--steps 16384] [--rounds 1] [--out DIR]
+        [--scale] [--connectors] [--nodes]
 
-In one run, batches of 1,024 env steps (2 envs x 512 or 8 envs x 128), minibatches of 256,
-4 epochs, torch on one thread: the env's ceiling, one koholint/Zelda-v1 per core stepped with
-random actions in parallel processes on every core this process may use (``--cores``), and
-one env on one core; then for 2 and for 8 envs, Stable-Baselines3 PPO (DummyVecEnv; with 8
-envs also SubprocVecEnv, one process per env: the fair multi-process comparison) and the
-trainer (RLlib new API stack) with the same shapes: plain PPO (no curiosity, archive or
-export: what SB3 does) and the defaults with every feature (RND curiosity, Go-Explore
-archive, export). With 8 envs, PufferLib's PPO (``PuffeRL``, hidden 64) on its Serial and
-its Multiprocessing (2 workers; all 8 envs a step, or PufferLib's async batches of 4)
-backends, run by ``bench_puffer.py`` in ``.venv-puffer``
-(``make bench-venv-puffer``: PufferLib pins its own torch); without that venv the row says
-how to make it. ``--scale`` adds plain PPO with the 8 envs on 1 and on 4 runners (2 is a
-row already). ``--connectors`` adds plain PPO through RLlib's default connectors (the lean
-sampling path's baseline); ``--nodes`` adds plain PPO 2 runners x 4 envs on a Ray cluster
-started with ``ray start`` on this machine: one node with 2 CPUs, then two nodes with 1 CPU
-each (the same cores: the row shows the cost of a second node, not a speed-up). Prints env
-steps/s, the ratio to SB3 (DummyVecEnv) with as many envs, to PufferLib's best backend, and
-to the all-cores ceiling.
+In one run, every learner with torch on one thread, minibatches of a quarter of the batch and
+4 epochs: the env's two ceilings, one koholint/Zelda-v1 stepped with random actions on one
+core, and one per core in parallel processes on every core this process may use
+(``--cores``). Then, at batches of 1,024 env steps (2 envs x 512 or 8 envs x 128):
+Stable-Baselines3 PPO with 2 and 8 envs (DummyVecEnv; with 8 also SubprocVecEnv, one process
+per env); the trainer (RLlib new API stack) with the same shapes, plain PPO (no curiosity,
+archive or export: what SB3 does) on 1 runner x 2 envs, 1 runner x 8 envs and 2 runners x 4
+envs, and the defaults with every feature (RND curiosity, Go-Explore archive, export); and
+PufferLib's PPO (``PuffeRL``, hidden 64) with 8 envs on its Serial backend and on
+Multiprocessing, 1 worker of 8 envs (as many polling processes as 2 cores) and 2 workers of
+4 (all 8 envs a step, or its async batches of 4). At batches of 8,192 (8 envs x 1,024,
+minibatches of 2,048; 2 iterations at the default --steps): plain PPO on 1 runner x 8 envs
+and on 2 runners x 4 envs, and PufferLib's Serial and Multiprocessing with 2 workers (all 8
+envs a step).
+PufferLib runs in ``bench_puffer.py`` in ``.venv-puffer`` (``make bench-venv-puffer``:
+PufferLib pins its own torch), the env handing it infos at episode ends only, as PufferLib's
+own envs do; without that venv its rows say how to make it.
+
+Prints env steps/s, the ratio to SB3 (DummyVecEnv) with as many envs, to PufferLib's best
+backend at batches of 1,024, to the all-cores ceiling, and to the row's own ceiling: what the
+emulator does on the cores the row samples on (one process: the one-core ceiling; several:
+the all-cores one); then the like-for-like ratios, each trainer row against the PufferLib
+row that samples in as many processes at the same batch (1 runner x 8 envs against Serial:
+one sampling process each). ``--out DIR`` also writes what it prints to DIR/output.txt and
+the run's command, commit, date, machine, steps and rounds to DIR/manifest.json.
+
+``--scale`` adds plain PPO with the 8 envs on 4 runners. ``--connectors`` adds plain PPO
+through RLlib's default connectors (the lean sampling path's baseline); ``--nodes`` adds
+plain PPO 2 runners x 4 envs on a Ray cluster started with ``ray start`` on this machine:
+one node with 2 CPUs, then two nodes with 1 CPU each (the same cores: the row shows the cost
+of a second node, not a speed-up).
 ``--feature-costs`` prints only the CPU time per env step of each feature on a runner's 4 envs
 stepped in this process. ``--runner-ab`` measures only every feature with the trainer's
 ``LeanEnvRunner`` and with RLlib's ``SingleAgentEnvRunner``, alternated; ``--learner-ab``
@@ -40,11 +54,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import datetime
 import functools
 import itertools
 import json
 import multiprocessing
 import os
+import shlex
 import shutil
 import signal
 import socket
@@ -113,6 +129,7 @@ def _ceiling_worker(steps: int, seed: int, ready: Any, results: Any) -> None:
 
 
 BATCH = 1024
+LARGE_BATCH = 8192  # PufferLib users' size; RLlib's fixed cost per iteration spread thinner
 SHAPE = {"train_batch_size": BATCH, "minibatch_size": 256, "num_epochs": 4}
 PLAIN = {"curiosity_weight": 0.0, "archive_restart_every": 0, "export_every_episodes": 0}
 # Plain PPO sampled through RLlib's default connectors and SyncVectorEnv (the baseline of
@@ -121,9 +138,16 @@ DEFAULT_SAMPLING = {**PLAIN, "lean_sampling": False}
 ENV = {"max_episode_steps": 1024, "info_state": False, "sticky_action_probability": 0.25}
 
 
-def shape(envs: int, runners: int = 1) -> dict[str, int]:
-    return {**SHAPE, "num_env_runners": runners, "envs_per_env_runner": envs // runners,
-            "rollout_fragment_length": BATCH // envs}  # fmt: skip
+def minibatch_size(batch: int) -> int:
+    """SHAPE's share of the batch a minibatch takes (a quarter), at any batch."""
+    return SHAPE["minibatch_size"] * batch // BATCH
+
+
+def shape(envs: int, runners: int = 1, batch: int = BATCH) -> dict[str, int]:
+    """The trainer's config for `envs` on `runners`, each env `batch // envs` steps a batch."""
+    return {**SHAPE, "train_batch_size": batch, "minibatch_size": minibatch_size(batch),
+            "num_env_runners": runners, "envs_per_env_runner": envs // runners,
+            "rollout_fragment_length": batch // envs}  # fmt: skip
 
 
 def make_env() -> ZeldaEnv:
@@ -475,17 +499,24 @@ class RowFailed(RuntimeError):
     """A row that could not be measured; its message says why and how to fix it."""
 
 
-def pufferlib(steps: int, backend: str, vec_batch: int = 0) -> float:
-    """PufferLib's PPO (PuffeRL) on the same env and shapes, run by bench_puffer.py in
-    .venv-puffer (PufferLib pins its own torch): env steps/s."""
+def pufferlib(steps: int, backend: str, vec_batch: int = 0, batch: int = BATCH,
+              workers: int = 2) -> float:  # fmt: skip
+    """PufferLib's PPO (PuffeRL) on the same env and shapes, 8 envs (on `workers` processes
+    with Multiprocessing), run by bench_puffer.py in .venv-puffer (PufferLib pins its own
+    torch): env steps/s."""
     if not PUFFER_PYTHON.exists():
         raise RowFailed(f"no {PUFFER_PYTHON.parent.parent.name}: run `make bench-venv-puffer` "
                         "(torch 2.9.0 + pufferlib-core 3.0.23 in a venv of their own)")  # fmt: skip
     command = [str(PUFFER_PYTHON), str(PUFFER_SCRIPT), "--steps", str(steps), "--envs", "8",
-               "--backend", backend, "--workers", "2", "--vec-batch", str(vec_batch)]  # fmt: skip
+               "--backend", backend, "--workers", str(workers), "--vec-batch", str(vec_batch),
+               "--batch", str(batch)]  # fmt: skip
     root = PUFFER_SCRIPT.parent.parent
     environment = {**os.environ, "PYTHONPATH": f"{root / 'libs'}:{root / 'services'}"}
-    result = subprocess.run(command, env=environment, capture_output=True, text=True)
+    try:  # a row that hangs fails, not the whole table: at least 100 env steps/s
+        result = subprocess.run(command, env=environment, capture_output=True, text=True,
+                                timeout=600 + steps / 100)  # fmt: skip
+    except subprocess.TimeoutExpired as expired:
+        raise RowFailed(f"`{' '.join(command)}` ran past {expired.timeout:.0f} s") from None
     if result.returncode != 0:
         tail = "\n".join(result.stderr.strip().splitlines()[-15:])
         raise RowFailed(f"`{' '.join(command)}` exited {result.returncode}:\n{tail}")
@@ -545,15 +576,26 @@ def cluster_row(steps: int, nodes: list[int]) -> float:
 
 
 def main() -> None:
+    args = parse_arguments()
+    if args.out is None:
+        run(args)
+        return
+    with recording(args.out, sys.argv, args.steps, args.rounds):
+        run(args)
+
+
+def parse_arguments(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=16384)
     parser.add_argument(
         "--rounds", type=int, default=1, help="measure each row N times, keep the best"
     )
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="also write the output to DIR/output.txt, the run to DIR/manifest.json")  # fmt: skip
     parser.add_argument("--connectors", action="store_true", help="add RLlib's default connectors")
     parser.add_argument("--nodes", action="store_true", help="add 1 node vs 2 nodes rows")
     parser.add_argument("--scale", action="store_true",
-                        help="add plain PPO with 8 envs on 1 and on 4 runners")  # fmt: skip
+                        help="add plain PPO with 8 envs on 4 runners")  # fmt: skip
     parser.add_argument("--cores", type=int, default=0,
                         help="cores the ceiling runs on (default: the cores this process may use)")  # fmt: skip
     parser.add_argument("--cluster", type=int, nargs="+", help=argparse.SUPPRESS)
@@ -570,39 +612,43 @@ def main() -> None:
                         help="only plain PPO's iteration taken apart against 0.6 of the ceiling")  # fmt: skip
     parser.add_argument("--learner-ab", action="store_true",
                         help="only plain PPO and every feature with the lean learner vs RLlib's")  # fmt: skip
-    args = parser.parse_args()
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> None:
+    """What the arguments ask for: one of the single measurements, or the table."""
     steps = args.steps
     if args.feature_costs:
         feature_costs(steps)
-        return
-    if args.runner_ab:
+    elif args.runner_ab:
         runner_ab(steps, args.rounds)
-        return
-    if args.learner_ab:
+    elif args.learner_ab:
         learner_ab(steps, args.rounds)
-        return
-    if args.bounds:
+    elif args.bounds:
         bounds(steps, args.rounds)
-        return
-    if args.tree_row:  # one row of --against-tree, in the process it started
+    elif args.tree_row:  # one row of --against-tree, in the process it started
         print(f"RATE {training(steps, **shape(8, 2), **TREE_ROWS[args.tree_row])}")
-        return
-    if args.against_tree:
+    elif args.against_tree:
         against_tree(steps, args.rounds, args.against_tree.resolve())
-        return
-    if args.cluster:  # one cluster row, in a fresh process (see cluster_row)
+    elif args.cluster:  # one cluster row, in a fresh process (see cluster_row)
         with local_cluster(args.cluster) as address:
             print(training(steps, ray_address=address, **shape(8, 2), **PLAIN))
-        return
-    cores = args.cores or len(os.sched_getaffinity(0))
-    runs = measured_rows(steps, cores, args.connectors, args.nodes, args.scale)
+    else:
+        cores = args.cores or len(os.sched_getaffinity(0))
+        runs = measured_rows(steps, cores, args.connectors, args.nodes, args.scale)
+        table(steps, args.rounds, cores, runs)
+
+
+def table(steps: int, rounds: int, cores: int, runs: dict[str, Row]) -> None:
+    """Every row `rounds` times, the rows interleaved, then the table of their bests."""
     rates: dict[str, list[float]] = {name: [] for name in runs}
     failures: dict[str, str] = {}
-    for round_number in range(args.rounds):  # rounds interleave the rows: load hits them alike
+    for round_number in range(rounds):  # rounds interleave the rows: load hits them alike
         for name, row in runs.items():
             rates[name].append(measure_row(name, row.measure, failures))
             print(f"round {round_number + 1}: {name}: {rates[name][-1]:,.0f}", flush=True)
-    print_table(steps, args.rounds, cores, runs, rates)
+    print_table(steps, rounds, cores, runs, rates)
+    print_like_for_like(runs, rates)
     for name, reason in failures.items():
         print(f"{name}: not measured: {reason}")
 
@@ -621,24 +667,37 @@ def measure_row(name: str, measure: Callable[[], float], failures: dict[str, str
 def print_table(steps: int, rounds: int, cores: int, runs: dict[str, Row],
                 rates: dict[str, list[float]]) -> None:  # fmt: skip
     best = {name: max(values) for name, values in rates.items()}
-    puffer = [name for name, row in runs.items() if row.is_pufferlib]
-    # PufferLib's best backend in each round (and of the bests), NaN when it did not run.
+    puffer = [name for name, row in runs.items() if row.is_pufferlib and row.batch == BATCH]
+    # PufferLib's best backend at 1,024 in each round (and of the bests), NaN when it did not run.
     puffer_rounds = [max((rates[name][index] for name in puffer), default=float("nan"))
                      for index in range(rounds)]  # fmt: skip
     puffer_best = max((best[name] for name in puffer), default=float("nan"))
     print(f"{steps} env steps each, best of {rounds} round(s); ratios per round in brackets; "
-          f"the ceiling: one random-action env per core on {cores} cores, in parallel")  # fmt: skip
-    print("| run | env steps/s | vs SB3 DummyVecEnv (same envs) | vs PufferLib (best backend) "
-          f"| vs ceiling ({cores} cores) |")  # fmt: skip
-    print("| --- | ---: | ---: | ---: | ---: |")
+          f"the ceiling: one random-action env per core on {cores} cores, in parallel; a row's "
+          "own ceiling: the one-core ceiling if it samples in one process, else the ceiling")  # fmt: skip
+    print("| run | sampling cores | env steps/s | vs SB3 DummyVecEnv (same envs) | vs PufferLib "
+          f"(best backend at {BATCH:,}) | vs ceiling ({cores} cores) | vs its own ceiling |")  # fmt: skip
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, row in runs.items():
         against_sb3 = against_puffer = ""
         if row.sb3_row:  # of the bests, then of each round's pair (measured minutes apart)
             against_sb3 = _ratios(best[name], best[row.sb3_row], rates[name], rates[row.sb3_row])
         if row.against_pufferlib:
             against_puffer = _ratios(best[name], puffer_best, rates[name], puffer_rounds)
-        print(f"| {name} | {best[name]:,.0f} | {against_sb3} | {against_puffer} "
-              f"| {best[name] / best[CEILING]:.2f} |")  # fmt: skip
+        own = best[name] / best[row.ceiling]
+        print(f"| {name} | {cores if row.all_cores else 1} | {best[name]:,.0f} | {against_sb3} "
+              f"| {against_puffer} | {best[name] / best[CEILING]:.2f} | {own:.2f} |")  # fmt: skip
+
+
+def print_like_for_like(runs: dict[str, Row], rates: dict[str, list[float]]) -> None:
+    """Each trainer row over the PufferLib row that samples in as many processes at the same
+    batch (LIKE_FOR_LIKE), of the bests and per round."""
+    for label, trainer_row, puffer_row in LIKE_FOR_LIKE:
+        if trainer_row not in runs or puffer_row not in runs:
+            continue
+        mine, theirs = rates[trainer_row], rates[puffer_row]
+        print(f"like for like ({label}): {_ratios(max(mine), max(theirs), mine, theirs)} = "
+              f"{trainer_row} / {puffer_row}")  # fmt: skip
 
 
 def _ratios(rate: float, base: float, per_round: list[float], base_per_round: list[float]) -> str:
@@ -648,12 +707,19 @@ def _ratios(rate: float, base: float, per_round: list[float], base_per_round: li
 
 @dataclasses.dataclass(frozen=True)
 class Row:
-    """How to measure a row, and what its ratios are taken against."""
+    """How to measure a row, the cores it samples on, and what its ratios are taken against."""
 
     measure: Callable[[], float]
     sb3_row: str = ""  # the SB3 row with as many envs ("" for none)
     against_pufferlib: bool = False  # also a ratio to PufferLib's best backend
     is_pufferlib: bool = False
+    all_cores: bool = False  # samples in several processes (every core), not in one (one core)
+    batch: int = BATCH  # env steps a PPO update
+
+    @property
+    def ceiling(self) -> str:
+        """The ceiling row of the cores this row samples on: what the emulator does there."""
+        return CEILING if self.all_cores else CEILING_ONE_CORE
 
 
 CEILING_ONE_CORE = "one env, random actions, one core"
@@ -662,6 +728,20 @@ SB3_2, SB3_8 = (
     "Stable-Baselines3 PPO, 2 envs (DummyVecEnv)",
     "Stable-Baselines3 PPO, 8 envs (DummyVecEnv)",
 )
+PUFFER = "PufferLib 3.0.23 PuffeRL, 8 envs, infos at episode ends"
+PUFFER_SERIAL = f"{PUFFER}, Serial"
+PUFFER_WORKERS = f"{PUFFER}, Multiprocessing, 2 workers"
+PUFFER_WORKER = f"{PUFFER}, Multiprocessing, 1 worker"
+PLAIN_1X8 = "trainer, plain PPO, 1 runner x 8 envs"
+PLAIN_2X4 = "trainer, plain PPO, 2 runners x 4 envs (the default)"
+LARGE = f", batches of {LARGE_BATCH:,}"
+# (what is alike, the trainer's row, PufferLib's row): the same envs, batch and PPO settings.
+LIKE_FOR_LIKE = [
+    ("one sampling process, batches of 1,024", PLAIN_1X8, PUFFER_SERIAL),
+    (f"one sampling process{LARGE}", PLAIN_1X8 + LARGE, PUFFER_SERIAL + LARGE),
+    ("two sampling processes, batches of 1,024", PLAIN_2X4, PUFFER_WORKERS),
+    (f"two sampling processes{LARGE}", PLAIN_2X4 + LARGE, PUFFER_WORKERS + LARGE),
+]
 
 
 def measured_rows(steps: int, cores: int, connectors: bool, nodes: bool,
@@ -669,42 +749,127 @@ def measured_rows(steps: int, cores: int, connectors: bool, nodes: bool,
     """The rows in the order each round measures them."""
     runs: dict[str, Row] = {
         CEILING_ONE_CORE: Row(lambda: baseline(steps)),
-        CEILING: Row(lambda: baseline_all_cores(steps, cores)),
+        CEILING: Row(lambda: baseline_all_cores(steps, cores), all_cores=True),
         SB3_2: Row(lambda: stable_baselines(steps, 2), SB3_2),
         "trainer, plain PPO, 1 runner x 2 envs": Row(
             lambda: training(steps, **shape(2), **PLAIN), SB3_2),
-        # the rows compared with SB3 8 envs and PufferLib right after them: the least time
-        # for the load to change
+        # the rows compared with SB3 8 envs and PufferLib right after them, each like-for-like
+        # pair side by side: the least time for the load to change
         SB3_8: Row(lambda: stable_baselines(steps, 8), SB3_8),
-        "PufferLib 3.0.23 PuffeRL, 8 envs, Serial": Row(
-            lambda: pufferlib(steps, "serial"), SB3_8, is_pufferlib=True),
-        "PufferLib 3.0.23 PuffeRL, 8 envs, Multiprocessing, 2 workers": Row(
-            lambda: pufferlib(steps, "multiprocessing"), SB3_8, is_pufferlib=True),
+        PUFFER_SERIAL: Row(lambda: pufferlib(steps, "serial"), SB3_8, is_pufferlib=True),
+        PLAIN_1X8: Row(lambda: training(steps, **shape(8, 1), **PLAIN), SB3_8,
+                       against_pufferlib=True),
+        # the envs in one worker process, the learner in the main one: on 2 cores, no more
+        # processes polling shared memory than cores
+        PUFFER_WORKER: Row(lambda: pufferlib(steps, "multiprocessing", workers=1), SB3_8,
+                           is_pufferlib=True),
+        PUFFER_WORKERS: Row(lambda: pufferlib(steps, "multiprocessing"), SB3_8,
+                            is_pufferlib=True, all_cores=True),
+        PLAIN_2X4: Row(lambda: training(steps, **shape(8, 2), **PLAIN), SB3_8,
+                       against_pufferlib=True, all_cores=True),
         # PufferLib's async mode: the learner takes one worker's 4 envs while the other steps
-        "PufferLib 3.0.23 PuffeRL, 8 envs, Multiprocessing, 2 workers, batches of 4": Row(
-            lambda: pufferlib(steps, "multiprocessing", 4), SB3_8, is_pufferlib=True),
+        f"{PUFFER_WORKERS}, batches of 4": Row(lambda: pufferlib(steps, "multiprocessing", 4),
+                                               SB3_8, is_pufferlib=True, all_cores=True),
         "trainer defaults: 2 runners x 4 envs, all features": Row(
-            lambda: training(steps, **shape(8, 2)), SB3_8, against_pufferlib=True),
+            lambda: training(steps, **shape(8, 2)), SB3_8, against_pufferlib=True,
+            all_cores=True),
         "trainer, all features, overlap_sampling": Row(
-            lambda: training(steps, **shape(8, 2), overlap_sampling=True), SB3_8),
-        "trainer, plain PPO, 2 runners x 4 envs (the default)": Row(
-            lambda: training(steps, **shape(8, 2), **PLAIN), SB3_8, against_pufferlib=True),
+            lambda: training(steps, **shape(8, 2), overlap_sampling=True), SB3_8, all_cores=True),
         "Stable-Baselines3 PPO, 8 envs (SubprocVecEnv)": Row(
-            lambda: stable_baselines(steps, 8, processes=True), SB3_8),
+            lambda: stable_baselines(steps, 8, processes=True), SB3_8, all_cores=True),
+        PUFFER_SERIAL + LARGE: Row(lambda: pufferlib(steps, "serial", batch=LARGE_BATCH),
+                                   is_pufferlib=True, batch=LARGE_BATCH),
+        PLAIN_1X8 + LARGE: Row(lambda: training(steps, **shape(8, 1, LARGE_BATCH), **PLAIN),
+                               batch=LARGE_BATCH),
+        PUFFER_WORKERS + LARGE: Row(
+            lambda: pufferlib(steps, "multiprocessing", batch=LARGE_BATCH), is_pufferlib=True,
+            all_cores=True, batch=LARGE_BATCH),
+        PLAIN_2X4 + LARGE: Row(lambda: training(steps, **shape(8, 2, LARGE_BATCH), **PLAIN),
+                               all_cores=True, batch=LARGE_BATCH),
     }  # fmt: skip
-    if scale:  # 2 runners x 4 envs is the row above
-        for runners in (1, 4):
-            label = f"{runners} runner{'s' if runners > 1 else ''} x {8 // runners} envs"
-            runs[f"trainer, plain PPO, {label}"] = Row(
-                functools.partial(training, steps, **shape(8, runners), **PLAIN), SB3_8)  # fmt: skip
+    if scale:  # 1 runner x 8 envs and 2 runners x 4 envs are rows above
+        runs["trainer, plain PPO, 4 runners x 2 envs"] = Row(
+            lambda: training(steps, **shape(8, 4), **PLAIN), SB3_8, all_cores=True)  # fmt: skip
     if connectors:
         runs["trainer, plain PPO, 2 runners x 4 envs, RLlib's connectors"] = Row(
-            lambda: training(steps, **shape(8, 2), **DEFAULT_SAMPLING), SB3_8)  # fmt: skip
+            lambda: training(steps, **shape(8, 2), **DEFAULT_SAMPLING), SB3_8, all_cores=True)  # fmt: skip
     if nodes:
         for label, cpus in (("1 node x 2 CPUs", [2]), ("2 nodes x 1 CPU", [1, 1])):
             name = f"trainer, plain PPO, 2 runners x 4 envs, ray start cluster: {label}"
-            runs[name] = Row(functools.partial(cluster_row, steps, cpus), SB3_8)
+            runs[name] = Row(functools.partial(cluster_row, steps, cpus), SB3_8, all_cores=True)
     return runs
+
+
+@contextlib.contextmanager
+def recording(folder: Path, argv: list[str], steps: int, rounds: int) -> Iterator[None]:
+    """Records the run in `folder`: manifest.json first, then output.txt, this process's
+    stdout written there as it is printed (a run cut short keeps what it printed)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    manifest = run_manifest(folder, argv, steps, rounds)
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    with (
+        open(folder / "output.txt", "w") as output,
+        contextlib.redirect_stdout(_Tee(sys.stdout, output)),
+    ):
+        yield
+
+
+class _Tee:
+    """A stdout that writes to the terminal's stream and to a file alike."""
+
+    def __init__(self, stream: Any, copy: Any) -> None:
+        self.stream, self.copy = stream, copy
+
+    def write(self, text: str) -> int:
+        self.copy.write(text)
+        return int(self.stream.write(text))
+
+    def flush(self) -> None:
+        self.copy.flush()
+        self.stream.flush()
+
+    def __getattr__(self, name: str) -> Any:  # isatty, encoding, fileno: the terminal's
+        return getattr(self.stream, name)
+
+
+def run_manifest(folder: Path, argv: list[str], steps: int, rounds: int) -> dict[str, Any]:
+    """The records' manifest.json (the keys tests/test_benchmarks_report.py asks of one)."""
+    root = Path(__file__).resolve().parent.parent
+
+    def git(*arguments: str) -> str:
+        result = subprocess.run(["git", *arguments], cwd=root, capture_output=True, text=True)
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    script = Path(argv[0]).resolve()
+    command = [_from(root, Path(sys.executable)), _from(root, script), *argv[1:]]
+    return {
+        "schema_version": 1,
+        "records": _from(root, folder.resolve()),
+        "command": ["make bench-venv-puffer", shlex.join(command)],
+        "commit": git("rev-parse", "HEAD"),
+        "uncommitted_changes": git("diff", "--name-only", "HEAD").split(),  # at the start
+        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "machine": {"cores": len(os.sched_getaffinity(0)), "cpu_model": cpu_model()},
+        "steps": steps,
+        "rounds": rounds,
+        "seeds": "fixed in bench_trainer.py and bench_puffer.py (random actions 0 to cores - 1, "
+        "SB3 and PufferLib seed 0, the trainer's config defaults)",
+        "files": {"output.txt": "what the run printed to stdout, as it printed it"},
+    }
+
+
+def _from(root: Path, path: Path) -> str:
+    """`path` relative to the repository when it is inside it (a command to run from there)."""
+    return str(path.relative_to(root)) if path.is_relative_to(root) else str(path)
+
+
+def cpu_model() -> str:
+    """The CPU's model name as /proc/cpuinfo gives it ("unknown" where there is none)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
 
 
 if __name__ == "__main__":
