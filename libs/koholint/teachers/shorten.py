@@ -17,14 +17,19 @@ detours through other rooms (``shortcuts``) and take item errands first (``erran
 A candidate differs from the trajectory kept so far only from the cursor on, so the check
 replays it from a state saved on the kept prefix (at rest, as phase 1 saves its cells: a
 restored state plays on exactly as the replay from the start) instead of from the start:
-about half the env steps of full replays, the same result. The result is replayed once
-in full at the end, so it is a winning trajectory by construction.
+about half the env steps of full replays, the same result. A check also knows where the
+kept trajectory was after each action (its cells): a candidate whose Link leaves that track
+(another room or progress, or more than DRIFT_TILES away) for DRIFT_STEPS states at rest is
+refused there, not at its end; a cut refused that way is only a cut not taken, and on worlds
+of thousands of steps it is what keeps the checks from costing the square of the length.
+The result is replayed once in full at the end, so it is a winning trajectory by
+construction.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from koholint.env.zelda import ZeldaEnv
@@ -39,6 +44,14 @@ BASE_EVERY = 16
 costs ~25 ms, about 70 env steps)"""
 MIN_LOOP = 8
 """the fewest steps a loop must have to be tried"""
+DRIFT_TILES = 2
+"""how far (in LOOP_TILE tiles, each way) a candidate's Link may stray from the kept track"""
+DRIFT_STEPS = 24
+"""for how many states at rest in a row before the candidate is refused (a walk against a
+wall can bring it back)"""
+
+Track = Sequence["Cell | None"]
+"""the cell after each action of a trajectory (None where not at rest): ``WinCheck.cells``"""
 
 
 @dataclass(frozen=True)
@@ -66,10 +79,19 @@ class WinCheck:
         """env steps after which shortening stops trying (None: no limit)"""
         self._base = b""
         self._base_state: bytes | None = None
+        self._trail: list[Cell | None] = []
+        self._trail_from = 0
 
-    def __call__(self, actions: bytes) -> bool:
+    def __call__(self, actions: bytes, track: Track | None = None) -> bool:
+        """Whether `actions` win; with `track` (the cell expected after each action), refused
+        once Link has been off it for DRIFT_STEPS states at rest (``near``)."""
         skip = self._reset_for(actions)
-        return self._plays_to_win(actions[skip:])
+        return self._plays_to_win(actions, skip, track)
+
+    def track_after_win(self, before: Track) -> list[Cell | None]:
+        """The cells of the trajectory the last check won with, without replaying it: its
+        prefix's from `before` (the track it was checked against), the rest recorded."""
+        return [*before[: self._trail_from], *self._trail]
 
     @property
     def spent(self) -> bool:
@@ -78,7 +100,7 @@ class WinCheck:
     def full(self, actions: bytes) -> bool:
         """The check replayed from the start, whatever the base."""
         self.env.reset(seed=0)
-        return self._plays_to_win(actions)
+        return self._plays_to_win(actions, 0, None)
 
     def cells(self, actions: bytes, tile: int = LOOP_TILE) -> list[Cell | None]:
         """The cell (of `tile` pixels) after each action of a replay from the start (None
@@ -123,12 +145,20 @@ class WinCheck:
         self.env.reset(seed=0)
         return 0
 
-    def _plays_to_win(self, actions: bytes) -> bool:
-        for index, action in enumerate(actions, start=1):
+    def _plays_to_win(self, actions: bytes, skip: int, track: Track | None) -> bool:
+        self._trail, self._trail_from, strays = [], skip, 0
+        for index in range(skip, len(actions)):
             self.steps += 1
-            _, _, terminated, _, _ = self.env.step(action)
+            _, _, terminated, _, _ = self.env.step(actions[index])
+            here = cell_of(self.zelda.raw_state, LOOP_TILE)[0] if self._at_rest() else None
+            self._trail.append(here)
             if terminated:
-                return index == len(actions)
+                return index + 1 == len(actions)
+            want = None if track is None else track[index]
+            if here is not None and want is not None:
+                strays = 0 if near(here, want) else strays + 1
+                if strays >= DRIFT_STEPS:
+                    return False
         return False
 
     def _at_rest(self) -> bool:
@@ -136,6 +166,14 @@ class WinCheck:
         if not restartable(raw):
             return False
         return not self.planner or switch_at_rest(self.zelda.gameboy.memory, raw)
+
+
+def near(cell: Cell, other: Cell) -> bool:
+    """In the same room with the same progress (level, items, keys), within DRIFT_TILES
+    tiles of `other` on both axes."""
+    return ((cell[0], cell[3], cell[6], cell[7]) == (other[0], other[3], other[6], other[7])
+            and abs(cell[1] - other[1]) <= DRIFT_TILES
+            and abs(cell[2] - other[2]) <= DRIFT_TILES)  # fmt: skip
 
 
 def winner(
@@ -166,10 +204,10 @@ def without_loops(actions: bytes, check: WinCheck) -> tuple[bytes, int]:
         back = _last_return(cells, cursor, here)
         if back is not None:
             check.rebase(current[:cursor])
-            candidate = current[:cursor] + current[back:]
+            candidate, track = current[:cursor] + current[back:], cells[:cursor] + cells[back:]
             checks += 1
-            if check(candidate):
-                current, cells = candidate, check.cells(candidate)
+            if check(candidate, track):
+                current, cells = candidate, check.track_after_win(track)
         cursor += 1
     return current, checks
 
@@ -229,15 +267,22 @@ def without_idle_runs(
     """`actions` without the runs of one action (or their second halves) the win did not
     need, from the start on; the checks it took."""
     current, checks, cursor = actions, 0, 0
+    cells = states.cells(current) if states else None
     while cursor < len(current) and not (states and states.spent):
-        if states:
-            states.rebase(current[:cursor])
         length = run_length(current, cursor)
         for drop in (length, length // 2) if length > 1 else (length,):
             keep = length - drop
             candidate = current[: cursor + keep] + current[cursor + length :]
             checks += 1
-            if candidate and check(candidate):
+            if not candidate:
+                continue
+            if states and cells is not None:
+                states.rebase(current[:cursor])
+                track = [*cells[: cursor + keep], *cells[cursor + length :]]
+                if states(candidate, track):
+                    current, length, cells = candidate, keep, states.track_after_win(track)
+                    break
+            elif check(candidate):
                 current, length = candidate, keep
                 break
         cursor += length

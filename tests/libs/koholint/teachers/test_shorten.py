@@ -8,6 +8,7 @@ import pytest
 
 from koholint.env.zelda import Action
 from koholint.teachers.shorten import (
+    DRIFT_STEPS,
     MIN_LOOP,
     WinCheck,
     run_length,
@@ -41,9 +42,13 @@ class GridWalk(WinCheck):
     def __init__(self) -> None:  # no emulator: the cells are the walk's own
         self.steps, self.budget = 0, None
 
-    def __call__(self, actions: bytes) -> bool:
+    def __call__(self, actions: bytes, track: object = None) -> bool:
         self.steps += len(actions)
+        self.last = actions
         return actions.endswith(b"\x05") and self.cells(actions)[-1][1] == 0
+
+    def track_after_win(self, before: object) -> list:
+        return self.cells(self.last)
 
     def full(self, actions: bytes) -> bool:
         return self(actions)
@@ -91,13 +96,20 @@ def test_the_committed_shortened_wins_replay_to_the_credits(name: str):
     assert not wins(actions[:-1])  # and not a step earlier
 
 
+class FromTheStart(WinCheck):
+    """A WinCheck that never saves a base: every check replays from the start."""
+
+    def rebase(self, prefix: bytes) -> None:
+        pass
+
+
 @pytest.mark.slow
 def test_checks_from_the_kept_prefix_shorten_as_full_replays_do_in_fewer_steps():
     actions = (WIN / "explore-seed0.actions").read_bytes()
-    full = winner()
-    expected = shorten(actions, full.full)  # a plain callable: every check from the start
+    full = FromTheStart("start_of_play", 4, True)
+    expected = shorten(actions, full)
     prefixed = winner()
-    result = shorten(actions, prefixed, loops=False)
+    result = shorten(actions, prefixed)
     assert result == expected
     assert prefixed.steps < 0.7 * full.steps
     assert full.full(result.actions)
@@ -150,6 +162,28 @@ def test_a_base_the_prefix_no_longer_begins_with_moves_onto_the_new_prefix():
     before = wins.steps
     assert not wins(bytes([Action.LEFT] * 40 + [Action.UP] * 5))
     assert wins.steps - before <= 5 + 24  # from a base on the new prefix, not from the start
+
+
+@pytest.mark.slow
+def test_a_candidate_that_leaves_the_track_is_refused_where_it_leaves_it():
+    win = (WIN / "explore-seed0-short.actions").read_bytes()
+    check = winner()
+    track = check.cells(win)
+    lost = bytes([Action.LEFT] * 80) + win[80:]  # walked off the win's path at the start
+    before = check.steps
+    assert not check(lost, track)
+    assert check.steps - before < 80 + 4 * DRIFT_STEPS  # not played to its end
+    assert check(win, track)  # the win itself stays on its own track
+
+
+@pytest.mark.slow
+def test_the_track_after_a_win_is_the_cells_a_replay_reads():
+    win = (WIN / "explore-seed0-short.actions").read_bytes()
+    check = winner()
+    check.rebase(win[:200])  # a check from a base: the prefix's cells come from `before`
+    track = check.cells(win)
+    assert check(win, track)
+    assert check.track_after_win(track) == track
 
 
 def test_a_win_check_counts_the_steps_its_replays_took():
