@@ -146,15 +146,21 @@ class WinCheck:
         return 0
 
     def _plays_to_win(self, actions: bytes, skip: int, track: Track | None) -> bool:
+        """Whether `actions` (from `skip`, the state already there) win; with `track`, the
+        cells along the way are recorded (``track_after_win``) and followed."""
         self._trail, self._trail_from, strays = [], skip, 0
         for index in range(skip, len(actions)):
             self.steps += 1
             _, _, terminated, _, _ = self.env.step(actions[index])
+            if track is None:  # a plain check: no cells to read
+                if terminated:
+                    return index + 1 == len(actions)
+                continue
             here = cell_of(self.zelda.raw_state, LOOP_TILE)[0] if self._at_rest() else None
             self._trail.append(here)
             if terminated:
                 return index + 1 == len(actions)
-            want = None if track is None else track[index]
+            want = track[index]
             if here is not None and want is not None:
                 strays = 0 if near(here, want) else strays + 1
                 if strays >= DRIFT_STEPS:
@@ -267,23 +273,19 @@ def without_idle_runs(
     """`actions` without the runs of one action (or their second halves) the win did not
     need, from the start on; the checks it took."""
     current, checks, cursor = actions, 0, 0
-    cells = states.cells(current) if states else None
+    cells = states.cells(current) if states else []
     while cursor < len(current) and not (states and states.spent):
+        if states:
+            states.rebase(current[:cursor])
         length = run_length(current, cursor)
         for drop in (length, length // 2) if length > 1 else (length,):
             keep = length - drop
             candidate = current[: cursor + keep] + current[cursor + length :]
+            track = [*cells[: cursor + keep], *cells[cursor + length :]]
             checks += 1
-            if not candidate:
-                continue
-            if states and cells is not None:
-                states.rebase(current[:cursor])
-                track = [*cells[: cursor + keep], *cells[cursor + length :]]
-                if states(candidate, track):
-                    current, length, cells = candidate, keep, states.track_after_win(track)
-                    break
-            elif check(candidate):
+            if candidate and (states(candidate, track) if states else check(candidate)):
                 current, length = candidate, keep
+                cells = states.track_after_win(track) if states else []
                 break
         cursor += length
     return current, checks
