@@ -166,7 +166,15 @@ def _summary(status: Any, run_dir: str) -> None:
           f"archive cells {status.archive_cells}  checkpoints {status.checkpoints}")  # fmt: skip
     if status.evaluations:
         print(f"  last {_evaluation_line(status.evaluations[-1])}")
+    print(f"  {_work_line(status)}")
     print(f"  learning curve: {Path(run_dir).resolve() / status.run / 'learning_curve.png'}")
+
+
+def _work_line(status: Any) -> str:
+    """The emulator's work in all: what the budget counts and the work beside it."""
+    beside = "".join(f" + {name} {steps}" for name, steps in sorted(status.other_work.items()))
+    return (f"emulator's work: {status.emulator_steps_in_all} steps in all "
+            f"({status.env_steps_in_all} env steps{beside})")  # fmt: skip
 
 
 def register(commands: argparse._SubParsersAction) -> None:

@@ -19,6 +19,7 @@ fresh one reports it (``status.reports``, ``evaluation/reports.jsonl``).
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import time
@@ -72,6 +73,7 @@ class PolicyEvaluator:
             winner = self.run_dir / WINNING_POLICY
             shutil.rmtree(winner, ignore_errors=True)
             shutil.copytree(folder, winner)
+            _add_work(winner, status)
             self.report(winner, status, total)
         return record
 
@@ -129,6 +131,16 @@ class PolicyEvaluator:
             seed=settings.report_seed if report else settings.seed,
             sticky=settings.sticky, planner=planner, workers=settings.processes,
         )  # fmt: skip
+
+
+def _add_work(folder: Path, status: RunStatus) -> None:
+    """Write the emulator's work that made the policy into its metadata: the work beside the
+    env steps so far (the stop rule's evaluations included, the reports not) and the sum."""
+    path = folder / "policy.json"
+    document = json.loads(path.read_text())
+    document["source"].update(other_work=dict(status.other_work),
+                              emulator_steps_in_all=status.emulator_steps_in_all)  # fmt: skip
+    path.write_text(json.dumps(document, indent=1))
 
 
 def _rounded(interval: tuple[float, float]) -> tuple[float, float]:

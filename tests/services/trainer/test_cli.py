@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -73,6 +74,11 @@ def test_train_prints_only_its_own_output_and_leaves_nothing_behind(tmp_path: Pa
         assert f"\nevaluation at {steps} steps ({steps} in all): " in result.stdout
     assert "won from power_on" in result.stdout
     assert "  last evaluation at 512 steps" in result.stdout
+    work = re.search(r"emulator's work: (\d+) steps in all \(512 env steps \+ evaluation (\d+)",
+                     result.stdout)  # fmt: skip
+    assert work
+    assert int(work[2]) > 0
+    assert int(work[1]) >= 512 + int(work[2])
     logged = (tmp_path / "runs/cli/evaluation/evaluations.jsonl").read_text().splitlines()
     assert [json.loads(line)["env_steps"] for line in logged] == [256, 512]
     assert "learning curve:" in result.stdout

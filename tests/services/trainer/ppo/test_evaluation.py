@@ -88,6 +88,7 @@ def test_a_goal_reached_from_power_on_is_confirmed_from_the_second_start(
     config = evaluation_config(every_env_steps=1, stop_at_win_rate=0.9,
                                confirm_start="start_of_play")  # fmt: skip
     (tmp_path / "evaluation" / "policy").mkdir(parents=True)
+    (tmp_path / "evaluation" / "policy" / "policy.json").write_text('{"source": {}}')
     evaluator = PolicyEvaluator(config, tmp_path, 0)
 
     class Algo:
@@ -106,6 +107,10 @@ def test_a_goal_reached_from_power_on_is_confirmed_from_the_second_start(
     assert status.other_work["evaluation"] == 1000 * len(played)  # 10 episodes of 100
     assert result is stopped
     assert (tmp_path / WINNING_POLICY).exists() is stopped
+    if stopped:  # the policy's metadata counts the work that made it, not its reports
+        source = json.loads((tmp_path / WINNING_POLICY / "policy.json").read_text())["source"]
+        assert source["other_work"] == {"evaluation": 1000 * len(starts)}
+        assert source["emulator_steps_in_all"] == 1000 + 1000 * len(starts)
     logged = (tmp_path / "evaluation" / "evaluations.jsonl").read_text().splitlines()
     assert [json.loads(line)["start"] for line in logged] == starts
 
