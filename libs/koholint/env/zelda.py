@@ -490,14 +490,15 @@ def milestones(memory: Any, raw: RawState) -> dict[str, bool]:
     }
 
 
-def progress_level(raw: RawState, memory: Any = None) -> int:
-    """How far along the route a state is, whatever the room: items held (the sword), puzzles
-    solved, small keys held, doors opened (2 each, so spending a key on a door still counts
-    as progress: held -1, opened +2) and the instrument. It never falls along the route.
-    `memory` (default: the memory `raw` was read from) holds the room flags."""
+def progress_level(raw: RawState, memory: Any = None, *, item_levels: int = 1) -> int:
+    """How far along the route a state is, whatever the room: items held (the sword; each
+    counts `item_levels`), puzzles solved, small keys held, doors opened (2 each, so spending
+    a key on a door still counts as progress: held -1, opened +2) and the instrument. It never
+    falls along the route. `memory` (default: the memory `raw` was read from) holds the room
+    flags."""
     flags = bytes(raw._memory[ROOM_FLAG_TABLES] if memory is None else memory[ROOM_FLAG_TABLES])
     route = sum(flags.translate(_FLAG_PROGRESS))
-    return _items_held(raw) + route + int(raw.keys) + int(raw.instrument)
+    return item_levels * _items_held(raw) + route + int(raw.keys) + int(raw.instrument)
 
 
 # What each room flags byte adds to the progress level (one translate + sum over the tables:

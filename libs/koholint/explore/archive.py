@@ -17,6 +17,8 @@ chosen as a restart. Restarts are drawn with weight
 
 so cells rarely chosen, rarely visited and recently found (the frontier) come first, and a
 cell one level below the best known weighs a third as much: restarts go where the route is.
+A caller may draw with another base (phase 1 draws with 1, every level alike, while its
+best level has not risen for a while: ``koholint.explore.explorer``).
 The archive persists in the object store (``<prefix>/index.json``,
 ``<prefix>/states/<id>.state`` and ``<prefix>/trajectories/<id>.actions``) and a restarted run
 resumes it.
@@ -163,13 +165,15 @@ class Archive:
         """(score, steps) of each cell's kept state: what a new state must beat."""
         return {cell: (record.score, record.steps) for cell, record in self.cells.items()}
 
-    def select(self, rng: np.random.Generator) -> CellRecord:
-        """Draw a cell to restart from, by weight, and count the choice."""
+    def select(self, rng: np.random.Generator, level_base: float | None = None) -> CellRecord:
+        """Draw a cell to restart from, by weight, and count the choice. `level_base`
+        (default: the archive's) divides the weight per level below the best."""
         if not self.cells:
             raise LookupError("the archive is empty: observe some cells before selecting")
         records = list(self.cells.values())
         top = self.top_level
-        base, power = self.level_base, self.count_power
+        base = self.level_base if level_base is None else level_base
+        power = self.count_power
         found = max(self.found, len(records))  # recency over every cell ever found
         weights = np.array([record.weight(found, top, base, power) for record in records])
         record = records[int(rng.choice(len(records), p=weights / weights.sum()))]

@@ -18,6 +18,12 @@ sent, so a seed reproduces whatever the timing (per number of workers). The loop
 the first credits state (or when the step budget is spent), keeping the full action
 trajectory of the win.
 
+A stall: when the best level has not risen for ``stall_env_steps``, cells are drawn with
+``stall_level_base`` (1: every level alike) until a new best level is found. A level gained
+out of the route's order (puzzles solved before the sword, the only way past the enemies
+that guard the keys) would otherwise keep restarts away from the cells that can fetch what
+the route needs; the result lists each stall (``ExploreResult.stalls``).
+
 Only the start state (``start_of_play`` or power-on) and states found by the loop are used:
 no walkthrough, no recorder, no other save state.
 """
@@ -81,6 +87,8 @@ class ExploreConfig:
     repeat_probability: float = _DEFAULTS.repeat_probability
     tile_bin: int = _DEFAULTS.tile_bin
     level_base: float = _DEFAULTS.level_base
+    stall_env_steps: int = _DEFAULTS.stall_env_steps
+    stall_level_base: float = _DEFAULTS.stall_level_base
     count_power: float = _DEFAULTS.count_power
     frame_skip: int = 4
     """frames per step, as the environment the policy will play"""
@@ -150,6 +158,8 @@ class ExploreResult:
     archive: Archive = field(repr=False)
     refits: list[Refit] = field(default_factory=list)
     """the ``judges`` level's refit rounds"""
+    stalls: list[tuple[int, int | None]] = field(default_factory=list)
+    """(env steps when the best level stalled, when a new best level ended it or None)"""
 
 
 @dataclass
@@ -193,6 +203,9 @@ class Explorer:
         self.on_progress = on_progress
         self.rng = np.random.default_rng(config.seed)
         self.env_steps = 0
+        self._top_rose_at = 0
+        """env steps when the archive's best level last rose"""
+        self.stalls: list[tuple[int, int | None]] = []
         self._reserved = 0  # steps of the batches in flight, at most run_steps per run
         self.milestones: dict[str, int | None] = dict.fromkeys(MILESTONES)
         self.win: bytes | None = None
@@ -212,6 +225,7 @@ class Explorer:
             milestones=dict(self.milestones), cells=len(self.archive),
             top_level=self.archive.top_level, seconds=time.perf_counter() - started,
             archive=self.archive, refits=self.judged.rounds if self.judged is not None else [],
+            stalls=list(self.stalls),
         )  # fmt: skip
 
     # -- the loop -------------------------------------------------------------
@@ -280,8 +294,9 @@ class Explorer:
         left = config.max_env_steps - self.env_steps - self._reserved
         runs = max(1, min(config.runs_per_batch, left // config.run_steps))
         tasks, trajectories, parents = [], [], []
+        level_base = config.stall_level_base if self._stalled() else config.level_base
         for _ in range(runs):
-            record = self.archive.select(self.rng)
+            record = self.archive.select(self.rng, level_base)
             seed = int(self.rng.integers(0, 2**63 - 1))
             tasks.append(RunTask(self.archive.state(record), record.steps, seed, record.level))
             trajectories.append(self.archive.trajectory(record))
@@ -292,7 +307,7 @@ class Explorer:
     def _merge(self, batch: _Batch, reports: list[RunReport]) -> None:
         """Add what the runs found; count milestones at the step they were reached."""
         self._reserved -= len(batch.tasks) * self.config.run_steps
-        offset = self.env_steps
+        offset, top = self.env_steps, self.archive.top_level
         runs = zip(batch.tasks, batch.trajectories, batch.parents, reports, strict=True)
         for task, parent, parent_id, report in runs:
             for found in report.found:
@@ -312,11 +327,25 @@ class Explorer:
                 self.win = parent + report.actions[: report.win]
             offset += len(report.actions)
         self.env_steps = offset
+        self._track_stall(risen=self.archive.top_level > top)
         if self.on_progress is not None:
             self.on_progress(
                 Progress(self.env_steps, len(self.archive), self.archive.top_level,
                          dict(self.milestones))
             )  # fmt: skip
+
+    def _stalled(self) -> bool:
+        stall = self.config.stall_env_steps
+        return stall > 0 and self.env_steps - self._top_rose_at >= stall
+
+    def _track_stall(self, *, risen: bool) -> None:
+        """Note when the best level rose, and when a stall began and ended."""
+        if risen:
+            if self.stalls and self.stalls[-1][1] is None:
+                self.stalls[-1] = (self.stalls[-1][0], self.env_steps)
+            self._top_rose_at = self.env_steps
+        elif self._stalled() and (not self.stalls or self.stalls[-1][1] is not None):
+            self.stalls.append((self.env_steps, None))
 
     def _add_start(self) -> None:
         """The first cell: the configured start, reached in 0 steps by no actions."""

@@ -2,7 +2,9 @@
 sends restarts to the best level known (``koholint.explore.archive``).
 
 - ``progress``: the hand-written level (``koholint.env.zelda.progress_level``: items, puzzles,
-  keys, doors, the instrument).
+  keys, doors, the instrument), each item held counting ``ITEM_LEVELS``: an item is what the
+  route's locks need (the sword beats the enemies that guard every key), so a state that
+  holds it ranks above one that solved every puzzle without it.
 - ``none``: every state at level 0; cells are where Link stands and what is left in the room.
 - ``reward-model``: the judges' R_phi of the state's observation (``koholint.env.encoding``),
   standardised by its card and cut into steps of ``level_step`` standard deviations; levels
@@ -26,6 +28,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 import numpy as np
@@ -41,6 +44,9 @@ LEVELS: tuple[LevelName, ...] = ("progress", "none", "reward-model", "judges")
 JUDGES = ("rules", "noisy")
 MIN_REFIT_EVERY, MAX_REFIT_EVERY = 1_000, 10_000_000
 MIN_LEVEL_BINS, MAX_LEVEL_BINS = 2, 100
+ITEM_LEVELS = 4
+"""progress levels an item held counts for: more than a world's puzzles (at most 3 on the
+generator's worlds), so a puzzle solved out of order never outranks the sword"""
 REWARD_LEVEL_OFFSET = 8
 """R_phi levels start this many steps below the training mean (0.5 std steps: 4 std below)"""
 
@@ -205,11 +211,12 @@ def level_function(spec: LevelSpec) -> LevelFunction:
     if spec.level == "progress":
         from koholint.env.zelda import progress_level
 
-        return progress_level
+        return partial(progress_level, item_levels=ITEM_LEVELS)
     return reward_model_level(spec)
 
 
 __all__ = [
+    "ITEM_LEVELS",
     "JUDGES",
     "LEVELS",
     "REWARD_LEVEL_OFFSET",

@@ -36,6 +36,13 @@ class ExploreSettings(BaseModel):
     """each progress level below the best known divides a cell's selection weight by this
     (1 ignores levels): on this route every level gained is a step forward, so restarts go
     to the new level"""
+    stall_env_steps: JsonInt = Field(250_000, ge=0, le=MAX_ENV_STEPS)
+    """after this many env steps with no new best level, restarts weigh levels by
+    `stall_level_base` instead, until a new best level is found: a level gained out of the
+    route's order (a puzzle before the sword the keys need) stops starving the cells below
+    it (0: never)"""
+    stall_level_base: JsonFloat = Field(1.0, ge=1, le=1e12)
+    """`level_base` while the best level is stalled (1: every level alike)"""
     count_power: JsonFloat = Field(1.0, gt=0, le=10)
     """exponent of the archive's count terms, 1 / (1 + chosen) ** p: 1 (rather than
     Go-Explore's 0.5) stops the oldest cells of a level from taking most restarts"""

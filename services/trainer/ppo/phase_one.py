@@ -42,7 +42,9 @@ def run_phase_one(
     result = explore(settings, progress)
     status.env_steps = result.env_steps  # the last progress report may predate the end
     summary = {"won": result.won, "env_steps": result.env_steps, "cells": result.cells,
-               "milestones": result.milestones, "seconds": round(result.seconds, 1)}  # fmt: skip
+               "milestones": result.milestones, "top_level": result.top_level,
+               "stalls": [list(stall) for stall in result.stalls],
+               "seconds": round(result.seconds, 1)}  # fmt: skip
     path = None
     if result.trajectory is not None:
         path = run_dir / "win.actions"

@@ -115,6 +115,19 @@ def test_selection_crowds_the_highest_level():
         Archive(level_base=0.5)
 
 
+def test_a_level_base_of_one_weighs_every_level_alike():
+    archive = Archive(level_base=1000.0)
+    for x in range(20):
+        archive.observe((VILLAGE, x, 0, 0), x + 1, 0.0, lambda: b"s")
+    archive.observe((VILLAGE, 0, 1, 2), 30, 0.0, lambda: b"s")  # a puzzle out of order
+    top = (VILLAGE, 0, 1, 2)
+    focused = [archive.select(np.random.default_rng(seed)).cell for seed in range(200)]
+    spread = [archive.select(np.random.default_rng(seed), 1.0).cell for seed in range(200)]
+    assert focused.count(top) == 200  # level 0 weighs a millionth as much
+    assert spread.count(top) < 60  # 1 cell of 21, the newest: more than 1/21, far from all
+    assert len(set(spread)) > 15
+
+
 def test_a_higher_count_power_spreads_restarts_from_worn_cells():
     archive = Archive(count_power=1.0)
     archive.observe((VILLAGE, 0, 0, 0), 1, 0.0, lambda: b"s")

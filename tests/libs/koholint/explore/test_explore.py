@@ -109,6 +109,21 @@ def test_the_loop_grows_an_archive_of_replayable_cells():
     assert restored_hash(archive.state(deepest)) == replayed_hash(trajectory)
 
 
+def test_a_stall_lasts_from_no_new_level_to_the_next_one():
+    config = ExploreConfig(seed=1, max_env_steps=3_000, run_steps=50, stall_env_steps=1_000)
+    result = Explorer(config).run()
+    batch = config.runs_per_batch * config.run_steps
+    puzzle = result.milestones["puzzle"]  # seed 1 solves the block puzzle within 3,000 steps
+    assert puzzle is not None
+    assert result.top_level == 1
+    [(began, ended)] = result.stalls
+    assert began == 1_000 + (-1_000 % batch)  # the first batch to end 1,000 steps past level 0
+    assert ended is not None
+    assert puzzle <= ended < puzzle + batch
+    unstalled = ExploreConfig(seed=1, max_env_steps=3_000, run_steps=50, stall_env_steps=0)
+    assert Explorer(unstalled).run().stalls == []
+
+
 @pytest.mark.slow  # starting two worker processes takes ~10-20 s on a busy 2-core machine
 def test_workers_share_one_archive_and_a_seed_reproduces():
     config = ExploreConfig(seed=2, max_env_steps=2_400, run_steps=50, workers=2, runs_per_batch=4)
@@ -129,6 +144,8 @@ def test_workers_share_one_archive_and_a_seed_reproduces():
         ("workers", 0, "workers=0"),
         ("repeat_probability", 1.0, "repeat_probability"),
         ("level_base", 0.5, "level_base"),
+        ("stall_level_base", 0.5, "stall_level_base"),
+        ("stall_env_steps", -1, "stall_env_steps"),
     ],
 )
 def test_bad_settings_name_the_fix(setting, value, message):

@@ -20,8 +20,9 @@ from koholint.env.encoding import (
 )
 from koholint.env.zelda import progress_level
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
-from koholint.explore.levels import REWARD_LEVEL_OFFSET, LevelSpec, level_function
+from koholint.explore.levels import ITEM_LEVELS, REWARD_LEVEL_OFFSET, LevelSpec, level_function
 from koholint.explore.runner import Runner, RunTask, exploration_env
+from koholint.game.worldgen import SIZES
 from koholint.reward.model import (
     RewardFunction,
     RewardModelError,
@@ -63,11 +64,16 @@ def raw_at(start: str):
     return env, env.unwrapped.raw_state
 
 
-def test_the_hand_written_level_and_none():
-    env, raw = raw_at("dungeon_entrance")
-    assert level_function(LevelSpec("progress"))(raw) == progress_level(raw) > 0
+def test_the_hand_written_level_ranks_an_item_above_every_puzzle_and_none_is_zero():
+    env, raw = raw_at("dungeon_entrance")  # the sword and the puzzle: progress level 2
+    assert (
+        level_function(LevelSpec("progress"))(raw)
+        == ITEM_LEVELS + 1
+        == progress_level(raw, item_levels=ITEM_LEVELS)
+    )
     assert level_function(LevelSpec("none"))(raw) == 0
     env.close()
+    assert max(size.puzzles for size in SIZES.values()) < ITEM_LEVELS  # the sword outranks them
 
 
 def test_the_reward_model_level_is_r_phi_standardised_and_cut_into_steps(tmp_path: Path):
