@@ -18,11 +18,13 @@ sent, so a seed reproduces whatever the timing (per number of workers). The loop
 the first credits state (or when the step budget is spent), keeping the full action
 trajectory of the win.
 
-A stall: when the best level has not risen for ``stall_env_steps``, cells are drawn with
-``stall_level_base`` (1: every level alike) until a new best level is found. A level gained
-out of the route's order (puzzles solved before the sword, the only way past the enemies
-that guard the keys) would otherwise keep restarts away from the cells that can fetch what
-the route needs; the result lists each stall (``ExploreResult.stalls``).
+A stall: when the best level has gained no new cell for ``stall_env_steps``, cells are drawn
+with ``stall_level_base`` (1: every level alike) until it gains one (or a better level is
+found). A level gained out of the route's order (puzzles solved before the sword, the only
+way past the enemies that guard the keys) is a dead end whose cells run out, and it would
+otherwise keep restarts away from the cells that can fetch what the route needs; a hard
+frontier that still grows (a fight, each enemy beaten a new cell) is not a stall. The result
+lists each stall (``ExploreResult.stalls``).
 
 Only the start state (``start_of_play`` or power-on) and states found by the loop are used:
 no walkthrough, no recorder, no other save state.
@@ -159,7 +161,7 @@ class ExploreResult:
     refits: list[Refit] = field(default_factory=list)
     """the ``judges`` level's refit rounds"""
     stalls: list[tuple[int, int | None]] = field(default_factory=list)
-    """(env steps when the best level stalled, when a new best level ended it or None)"""
+    """(env steps when the best level stalled, when a new cell there ended it or None)"""
 
 
 @dataclass
@@ -203,8 +205,8 @@ class Explorer:
         self.on_progress = on_progress
         self.rng = np.random.default_rng(config.seed)
         self.env_steps = 0
-        self._top_rose_at = 0
-        """env steps when the archive's best level last rose"""
+        self._frontier_grew_at = 0
+        """env steps when the archive last gained a cell at its best level"""
         self.stalls: list[tuple[int, int | None]] = []
         self._reserved = 0  # steps of the batches in flight, at most run_steps per run
         self.milestones: dict[str, int | None] = dict.fromkeys(MILESTONES)
@@ -307,15 +309,17 @@ class Explorer:
     def _merge(self, batch: _Batch, reports: list[RunReport]) -> None:
         """Add what the runs found; count milestones at the step they were reached."""
         self._reserved -= len(batch.tasks) * self.config.run_steps
-        offset, top = self.env_steps, self.archive.top_level
+        offset, grew = self.env_steps, False
         runs = zip(batch.tasks, batch.trajectories, batch.parents, reports, strict=True)
         for task, parent, parent_id, report in runs:
             for found in report.found:
                 trajectory = parent + report.actions[: found.length]
+                new = found.cell not in self.archive.cells
                 kept = self.archive.observe(
                     found.cell, task.steps + found.length, 0.0, _constant(found.state),
                     level=found.level, trajectory=_constant(trajectory), score=found.score,
                 )  # fmt: skip
+                grew |= kept and new and found.level >= self.archive.top_level
                 if kept and self.judged is not None and found.facts is not None:
                     state_id = self.archive.cells[found.cell].state_id
                     self.judged.add(state_id, found.observation, found.facts, parent_id)
@@ -327,7 +331,7 @@ class Explorer:
                 self.win = parent + report.actions[: report.win]
             offset += len(report.actions)
         self.env_steps = offset
-        self._track_stall(risen=self.archive.top_level > top)
+        self._track_stall(grew=grew)
         if self.on_progress is not None:
             self.on_progress(
                 Progress(self.env_steps, len(self.archive), self.archive.top_level,
@@ -336,14 +340,14 @@ class Explorer:
 
     def _stalled(self) -> bool:
         stall = self.config.stall_env_steps
-        return stall > 0 and self.env_steps - self._top_rose_at >= stall
+        return stall > 0 and self.env_steps - self._frontier_grew_at >= stall
 
-    def _track_stall(self, *, risen: bool) -> None:
-        """Note when the best level rose, and when a stall began and ended."""
-        if risen:
+    def _track_stall(self, *, grew: bool) -> None:
+        """Note when the best level gained a cell, and when a stall began and ended."""
+        if grew:
             if self.stalls and self.stalls[-1][1] is None:
                 self.stalls[-1] = (self.stalls[-1][0], self.env_steps)
-            self._top_rose_at = self.env_steps
+            self._frontier_grew_at = self.env_steps
         elif self._stalled() and (not self.stalls or self.stalls[-1][1] is not None):
             self.stalls.append((self.env_steps, None))
 

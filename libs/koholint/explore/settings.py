@@ -37,10 +37,10 @@ class ExploreSettings(BaseModel):
     (1 ignores levels): on this route every level gained is a step forward, so restarts go
     to the new level"""
     stall_env_steps: JsonInt = Field(250_000, ge=0, le=MAX_ENV_STEPS)
-    """after this many env steps with no new best level, restarts weigh levels by
-    `stall_level_base` instead, until a new best level is found: a level gained out of the
-    route's order (a puzzle before the sword the keys need) stops starving the cells below
-    it (0: never)"""
+    """after this many env steps in which the best level gained no new cell, restarts weigh
+    levels by `stall_level_base` instead, until it gains one: a level gained out of the
+    route's order (a puzzle before the sword the keys need) is a dead end that stops
+    starving the cells below it (0: never)"""
     stall_level_base: JsonFloat = Field(1.0, ge=1, le=1e12)
     """`level_base` while the best level is stalled (1: every level alike)"""
     count_power: JsonFloat = Field(1.0, gt=0, le=10)

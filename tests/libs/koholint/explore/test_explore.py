@@ -8,8 +8,9 @@ import pytest
 
 from koholint.env.zelda import Action
 from koholint.explore import ExploreConfig, ExploreConfigError, Explorer
+from koholint.explore.archive import Archive
 from koholint.explore.cells import NO_BLOCK, cell_of, room_detail
-from koholint.explore.runner import Runner, RunTask, exploration_env
+from koholint.explore.runner import Found, Runner, RunReport, RunTask, exploration_env
 from koholint.explore.trajectory import winning_demo, write_trajectory
 from koholint.trajectory.jsonl import ram_hash, replay
 
@@ -109,19 +110,33 @@ def test_the_loop_grows_an_archive_of_replayable_cells():
     assert restored_hash(archive.state(deepest)) == replayed_hash(trajectory)
 
 
-def test_a_stall_lasts_from_no_new_level_to_the_next_one():
-    config = ExploreConfig(seed=1, max_env_steps=3_000, run_steps=50, stall_env_steps=1_000)
-    result = Explorer(config).run()
-    batch = config.runs_per_batch * config.run_steps
-    puzzle = result.milestones["puzzle"]  # seed 1 solves the block puzzle within 3,000 steps
-    assert puzzle is not None
-    assert result.top_level == 1
-    [(began, ended)] = result.stalls
-    assert began == 1_000 + (-1_000 % batch)  # the first batch to end 1,000 steps past level 0
-    assert ended is not None
-    assert puzzle <= ended < puzzle + batch
-    unstalled = ExploreConfig(seed=1, max_env_steps=3_000, run_steps=50, stall_env_steps=0)
-    assert Explorer(unstalled).run().stalls == []
+def test_a_stall_lasts_while_the_best_level_gains_no_cell():
+    """Batches merged by hand (the runs' logic alone): a stall begins once the best level
+    has gained no cell for stall_env_steps, a cell found below it does not end it, and a
+    new cell at the best level does."""
+    config = ExploreConfig(seed=0, run_steps=50, runs_per_batch=2, stall_env_steps=300)
+    archive = Archive(level_base=1000.0)
+    archive.observe((VILLAGE, 0, 0, 0, 1), 0, 0.0, lambda: b"start", level=1,
+                    trajectory=lambda: b"")  # fmt: skip
+    explorer = Explorer(config, archive=archive)
+
+    def merge(*cells: tuple[tuple, int]) -> None:
+        batch = explorer._next_batch()
+        found = [Found(cell, level, 10, b"state") for cell, level in cells]
+        reports = [RunReport(bytes(50), found)] + [RunReport(bytes(50))] * (len(batch.tasks) - 1)
+        explorer._merge(batch, reports)
+
+    merge(((VILLAGE, 1, 0, 0, 1), 1))  # 100 steps: the best level grows
+    merge()
+    merge()
+    assert explorer.stalls == []  # 200 steps without growth
+    merge()
+    assert explorer.stalls == [(400, None)]
+    merge(((VILLAGE, 2, 0, 0, 0), 0))  # a cell below the best level: still stalled
+    assert explorer.stalls == [(400, None)]
+    merge(((VILLAGE, 3, 0, 0, 1), 1))
+    assert explorer.stalls == [(400, 600)]
+    assert not explorer._stalled()
 
 
 @pytest.mark.slow  # starting two worker processes takes ~10-20 s on a busy 2-core machine
