@@ -71,6 +71,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "observation": ("memory", "flags", "flags"),
         "teachers": ('["fights"]', ["walks", "fights"], ["walks", "fights"]),
         "rom": ("worlds/a", "worlds/b", "worlds/b"),
+        "stall_level_base": ("2.0", "4.0", 4.0),
     }
     if name in special:
         return special[name]
