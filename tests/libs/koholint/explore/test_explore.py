@@ -171,7 +171,7 @@ def test_bad_settings_name_the_fix(setting, value, message):
 @pytest.mark.slow
 def test_phase_one_wins_and_the_trajectory_replays_to_the_credits(tmp_path: Path):
     """From start_of_play with nothing but the system's own finds: a win within 400k env
-    steps (seed 1 needs about 67k: BENCHMARKS.md#claim-explore-phase-one), kept as actions
+    steps (seed 1: BENCHMARKS.md#claim-explore-worlds), kept as actions
     that replay, RAM hash for RAM hash, to the credits."""
     result = Explorer(ExploreConfig(seed=1, max_env_steps=400_000, prefer_health=False)).run()
     assert result.won
