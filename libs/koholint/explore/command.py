@@ -177,7 +177,7 @@ def _summary(settings: ExploreCommandSettings, result: ExploreResult) -> dict[st
         "seconds": round(result.seconds, 1),
         "trajectory_steps": len(result.trajectory) if result.trajectory else None,
         "refits": [asdict(refit) for refit in result.refits],
-        "stalls": [list(stall) for stall in result.stalls],
+        "stalls": result.stalls,
     }  # fmt: skip
 
 

@@ -43,7 +43,7 @@ def run_phase_one(
     status.env_steps = result.env_steps  # the last progress report may predate the end
     summary = {"won": result.won, "env_steps": result.env_steps, "cells": result.cells,
                "milestones": result.milestones, "top_level": result.top_level,
-               "stalls": [list(stall) for stall in result.stalls],
+               "stalls": result.stalls,
                "seconds": round(result.seconds, 1)}  # fmt: skip
     path = None
     if result.trajectory is not None:
