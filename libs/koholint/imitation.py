@@ -5,9 +5,9 @@
   teachers the settings list (``koholint.teachers``: the scripted fighter's fights, the
   path-finder's walks), ``clone_epochs`` passes over all of it (``lessons``).
 - **DAgger** (Ross, Gordon and Bagnell 2011). ``corrections`` rounds after the cloning: the
-  cloned policy plays from the teachers' starts, the first listed teacher that labels
-  marks every state it reaches with its own step there, and the cloning goes on over
-  everything so far (``labeller``).
+  cloned policy plays from the labellers' starts (``labellers``: the fighter, the walker),
+  each marks every state it reaches from its own starts with its own step there, and the
+  cloning goes on over everything so far (``labeller``).
 - **SIL** (self-imitation learning). During PPO, a loss toward the best segments' actions;
   the winning trajectory is pinned among them (the trainer's ``sil`` settings).
 
@@ -17,7 +17,6 @@ The fitting itself runs where the policy lives (the trainer's learner:
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -48,17 +47,19 @@ class ImitationSettings(BaseModel):
     teacher_episodes: JsonInt = Field(2, ge=1, le=64)
     """episodes each teacher plays from each of its starts (and each DAgger round's policy)"""
     corrections: JsonInt = Field(0, ge=0, le=8)
-    """rounds of DAgger after the cloning, labelled by the first listed teacher that labels
-    (walks); 0 = off"""
+    """rounds of DAgger after the cloning, labelled by the labellers; 0 = off"""
+    labellers: list[str] = Field(default_factory=list, max_length=len(TEACHERS))
+    """the listed teachers whose labels on the cloned policy's own states each DAgger round
+    fits (fights, walks)"""
 
-    @field_validator("teachers")
+    @field_validator("teachers", "labellers")
     @classmethod
     def _known_teachers(cls, names: list[str]) -> list[str]:
         unknown = [name for name in names if name not in TEACHERS]
         if unknown:
-            raise ValueError(f"teachers {unknown}: choose from {', '.join(TEACHERS)}")
+            raise ValueError(f"{unknown} are not teachers: choose from {', '.join(TEACHERS)}")
         if len(set(names)) < len(names):
-            raise ValueError(f"teachers {names}: name each teacher once")
+            raise ValueError(f"{names}: name each teacher once")
         return names
 
     def problem(self) -> tuple[str, str] | None:
@@ -68,11 +69,17 @@ class ImitationSettings(BaseModel):
                 return name, (f"imitation.{name} needs imitation.clone_epochs: what the teachers "
                               f"give is cloned with the trajectory; set clone_epochs (the "
                               f"recipe's 400) or leave {name} out")  # fmt: skip
-        if self.corrections and not any(
-            isinstance(teacher(name), Labeller) for name in self.teachers
-        ):
-            return "corrections", ("imitation.corrections needs a teacher that labels a "
-                                   "policy's states in imitation.teachers (walks)")  # fmt: skip
+        if self.corrections and not self.labellers:
+            return "corrections", ("imitation.corrections needs imitation.labellers: the "
+                                   "teachers that label the policy's states in each round "
+                                   "(fights, walks)")  # fmt: skip
+        unlisted = [name for name in self.labellers if name not in self.teachers]
+        if unlisted:
+            return "labellers", (f"imitation.labellers {unlisted} are not in imitation.teachers: "
+                                 f"a labeller's clean episodes are cloned first; list them there")  # fmt: skip
+        mute = [name for name in self.labellers if not isinstance(teacher(name), Labeller)]
+        if mute:
+            return "labellers", f"imitation.labellers {mute} label no policy's states"
         return None
 
 
@@ -111,11 +118,17 @@ def lessons(settings: ImitationSettings, given: Lesson) -> Lessons:
     return Lessons(observations, targets, len(given.demo.actions), taught)
 
 
-def labeller(settings: ImitationSettings, given: Lesson) -> Callable[[Policy], TaughtReport] | None:
-    """One DAgger round's labels for a policy: the first listed teacher that labels, on
-    the states the policy reaches from its starts; None when corrections are off."""
+def labeller(
+    settings: ImitationSettings, given: Lesson
+) -> Callable[[Policy], dict[str, TaughtReport]] | None:
+    """One DAgger round's labels for a policy: each labeller's, on the states the policy
+    reaches from its starts; None when corrections are off."""
     if not settings.corrections:
         return None
-    labellers = (teacher(name) for name in settings.teachers)
-    chosen = next(found for found in labellers if isinstance(found, Labeller))
-    return functools.partial(chosen.correct, given)
+    labellers = {name: teacher(name) for name in settings.labellers}
+
+    def correct(act: Policy) -> dict[str, TaughtReport]:
+        return {name: found.correct(given, act)  # type: ignore[attr-defined]
+                for name, found in labellers.items()}  # fmt: skip
+
+    return correct

@@ -26,6 +26,8 @@ FACINGS = ("right", "left", "up", "down")
 """The observation's facing slots, in the order of hLinkDirection's values."""
 DONE = -1
 """A teacher's choice that ends its episode as a clean one."""
+LOST = -2
+"""A labeller's verdict that ends a policy's episode as not clean (it strayed, or gave up)."""
 UNCLONED = 1 << 8
 """Added to a teacher's action that is taken but not taught (waiting out a puff, a fade)."""
 
@@ -33,6 +35,9 @@ Episode = tuple[list[np.ndarray], list[int]]
 """A clean episode's observations and the actions taken on them."""
 Policy = Callable[[np.ndarray, np.random.Generator], int]
 """A policy's sampled action for an observation."""
+Label = Callable[[ZeldaEnv, np.ndarray], int | None]
+"""A labeller's step for the state a policy is in; None where it has none (the policy acts
+on unlabelled), DONE or LOST to end the episode clean or not."""
 
 
 @dataclass(frozen=True)
@@ -152,3 +157,50 @@ def scripted_episode(
         return None
     finally:
         env.close()
+
+
+def corrected(
+    starts: list[DemoState], episodes: int, size: int, act: Policy, *,
+    env_config: EnvConfig, max_steps: int, stream: int, label_for: Callable[[DemoState], Label],
+) -> TaughtReport:  # fmt: skip
+    """DAgger's labels: `act` plays from each start with seeds 0..`episodes` - 1 (its
+    sampling on `stream`, apart from the env's sticky one), and every state it reaches is
+    labelled with `label_for(start)`'s step there (a fresh labeller each episode); `clean`
+    counts the episodes the labeller ended DONE."""
+    observations: list[np.ndarray] = []
+    labels: list[int] = []
+    clean = 0
+    for start in starts:
+        for seed in range(episodes):
+            label = label_for(start)
+            env = ZeldaEnv(env_config.replaced(start_state=start.state, info_state=False,
+                                               max_episode_steps=max_steps))  # fmt: skip
+            try:
+                clean += _labelled_episode(env, seed, act, np.random.default_rng([seed, stream]),
+                                           label, observations, labels)  # fmt: skip
+            finally:
+                env.close()
+    return TaughtReport(
+        DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
+                        np.asarray(labels, np.int64), np.zeros(len(labels), np.float32)),
+        starts=len(starts), episodes=len(starts) * episodes, clean=clean,
+    )  # fmt: skip
+
+
+def _labelled_episode(
+    env: ZeldaEnv, seed: int, act: Policy, rng: np.random.Generator, label: Label,
+    observations: list[np.ndarray], labels: list[int],
+) -> bool:  # fmt: skip
+    """One episode of `act` in `env`, `label`'s steps appended; whether it ended DONE."""
+    observation, _ = env.reset(seed=seed)
+    for _ in range(env.config.max_episode_steps):
+        step = label(env, observation)
+        if step in (DONE, LOST):
+            return step == DONE
+        if step is not None:
+            observations.append(observation)
+            labels.append(step)
+        observation, _, terminated, truncated, info = env.step(act(observation, rng))
+        if info["reward_components"]["death"] or terminated or truncated:
+            return False
+    return False

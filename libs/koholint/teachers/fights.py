@@ -5,6 +5,11 @@ A fight's enemies move on the game's RNG, so no shortening of a trajectory can c
 a random walk's fights are flailing. The fighter walks along the larger gap to the nearest
 enemy and swings when it is within the sword's reach in front, then walks to the key the
 cleared room shows; its clean fights are what it teaches (the teacher ``fights``).
+
+A policy cloned on those fights meets, under sticky actions, distances and knock-backs no
+clean fight passed through. ``corrected_fights`` is DAgger for the fights: the policy fights
+from the same states, and every state it reaches in the room is labelled with the fighter's
+step there.
 """
 
 from __future__ import annotations
@@ -20,10 +25,14 @@ from koholint.game.tiles import Metatile
 from koholint.schemas.env import Action
 from koholint.teachers.base import (
     DONE,
+    LOST,
     UNCLONED,
     Episode,
+    Label,
     Lesson,
+    Policy,
     TaughtReport,
+    corrected,
     facing,
     healed_states,
     rooms,
@@ -37,6 +46,8 @@ SWORD_REACH = (0.0, 24.0)
 SWORD_SIDE = 12.0
 MAX_FIGHT_STEPS = 256
 """A fight that takes longer is not a clean one: its steps are not cloned."""
+CORRECTION_STREAM = 0xF16447
+"""The policy's sampling stream in a corrected fight, apart from the env's sticky one."""
 KEY_WAIT_STEPS = 4
 """Steps waited after the last enemy is gone for a key to appear: it dies in a 12-frame
 puff (cartridge/src/actors.c, DYING_FRAMES) and the room's key is placed after it."""
@@ -118,12 +129,52 @@ def loot_action(env: ZeldaEnv) -> int | None:
     return None if button is None else int(BUTTON_ACTIONS.get(button, Action.NOOP))
 
 
+def corrected_fights(
+    actions: bytes, demo: DemoTransitions, env_config: EnvConfig, act: Policy, *,
+    episodes: int, every: int = 8,
+) -> TaughtReport:  # fmt: skip
+    """The fighter's labels on the states `act` reaches fighting from each of `fight_steps`'
+    states, `episodes` times each with seeds 0.., under `env_config`'s sticky actions: every
+    state in the start's room where the fighter has a step is labelled, the fights lost or
+    too long too (those states are the point); `clean` counts the fights `act` finished as
+    the fighter does (the room cleared and its key taken, no death, within MAX_FIGHT_STEPS)."""
+    if episodes < 1:
+        raise ValueError(f"episodes {episodes}: use >= 1 corrected fights per start")
+    starts = healed_states(actions, env_config, fight_steps(demo, every), every)
+    where = rooms(demo.observations)
+    return corrected(starts, episodes, demo.observations.shape[1], act, env_config=env_config,
+                     max_steps=MAX_FIGHT_STEPS, stream=CORRECTION_STREAM,
+                     label_for=lambda start: _fight_label(where[start.step]))  # fmt: skip
+
+
+def _fight_label(room: tuple[int, int, int]) -> Label:
+    """The fighter's labels in `room`: LOST once Link left it, DONE once no enemy and no key
+    is left past the last puff."""
+    idle = 0
+
+    def label(env: ZeldaEnv, observation: np.ndarray) -> int | None:
+        nonlocal idle
+        if rooms(observation[None])[0] != room:
+            return LOST
+        step = fight_action(observation)
+        step = loot_action(env) if step is None else step
+        idle = 0 if step is not None else idle + 1
+        return DONE if idle > KEY_WAIT_STEPS else step
+
+    return label
+
+
 class Fighter:
-    """The teacher ``fights``: the fighter's clean fights (it labels no one else's states)."""
+    """The teacher ``fights``: the fighter's clean fights, and its labels on the states a
+    policy reaches fighting from the same starts (DAgger)."""
 
     def teach(self, lesson: Lesson) -> TaughtReport:
         return fight_transitions(lesson.actions, lesson.demo, lesson.env_config,
                                  episodes=lesson.episodes, every=lesson.every)  # fmt: skip
+
+    def correct(self, lesson: Lesson, act: Policy) -> TaughtReport:
+        return corrected_fights(lesson.actions, lesson.demo, lesson.env_config, act,
+                                episodes=lesson.episodes, every=lesson.every)  # fmt: skip
 
 
 TEACHER = Fighter()

@@ -26,11 +26,14 @@ from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
 from koholint.schemas.env import Action
 from koholint.teachers.base import (
     DONE,
+    LOST,
     UNCLONED,
     Episode,
+    Label,
     Lesson,
     Policy,
     TaughtReport,
+    corrected,
     facing,
     healed_states,
     rooms,
@@ -166,47 +169,23 @@ def corrected_walks(
         raise ValueError(f"episodes {episodes}: use >= 1 corrected walks per start")
     exits = dict(walk_steps(demo, every))
     starts = healed_states(actions, env_config, sorted(exits), every)
-    observations: list[np.ndarray] = []
-    labels: list[int] = []
-    clean = 0
-    for start in starts:
-        for seed in range(episodes):
-            arrived = _corrected_walk(start.state, exits[start.step], env_config, seed, act,
-                                      observations, labels)  # fmt: skip
-            clean += arrived
-    return TaughtReport(
-        DemoTransitions(np.asarray(observations, np.float32).reshape(-1, demo.observations.shape[1]),
-                        np.asarray(labels, np.int64), np.zeros(len(labels), np.float32)),
-        starts=len(starts), episodes=len(starts) * episodes, clean=clean,
-    )  # fmt: skip
+    return corrected(starts, episodes, demo.observations.shape[1], act, env_config=env_config,
+                     max_steps=MAX_WALK_STEPS + MAX_SETTLE_STEPS, stream=CORRECTION_STREAM,
+                     label_for=lambda start: _walk_label(exits[start.step]))  # fmt: skip
 
 
-def _corrected_walk(
-    state: bytes, exit_: Exit, env_config: EnvConfig, seed: int, act: Policy,
-    observations: list[np.ndarray], labels: list[int],
-) -> bool:  # fmt: skip
-    """One walk of `act` from `state`, the walker's labels appended; whether it reached
-    the exit's room."""
-    env = ZeldaEnv(env_config.replaced(start_state=state, info_state=False,
-                                       max_episode_steps=MAX_WALK_STEPS + MAX_SETTLE_STEPS))  # fmt: skip
-    rng = np.random.default_rng([seed, CORRECTION_STREAM])
-    try:
-        observation, _ = env.reset(seed=seed)
-        for _ in range(MAX_WALK_STEPS + MAX_SETTLE_STEPS):
-            room = _room(observation)
-            if room != exit_.room:
-                return room == exit_.to
-            free = _free(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
-            label = walk_action(env, exit_) if free else None
-            if label is not None:
-                observations.append(observation)
-                labels.append(label)
-            observation, _, terminated, truncated, info = env.step(act(observation, rng))
-            if info["reward_components"]["death"] or terminated or truncated:
-                return False
-        return False
-    finally:
-        env.close()
+def _walk_label(exit_: Exit) -> Label:
+    """The walker's labels in the exit's room where Link is free to move: DONE in the room
+    the exit leads to, LOST in any other."""
+
+    def label(env: ZeldaEnv, observation: np.ndarray) -> int | None:
+        room = _room(observation)
+        if room != exit_.room:
+            return DONE if room == exit_.to else LOST
+        free = _free(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
+        return walk_action(env, exit_) if free else None
+
+    return label
 
 
 def _free(observations: np.ndarray) -> np.ndarray:

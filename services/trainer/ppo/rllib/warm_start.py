@@ -69,7 +69,7 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
 
 
 def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epochs: int,
-           seed: int, correct: Callable[[Policy], TaughtReport] | None = None,
+           seed: int, correct: Callable[[Policy], dict[str, TaughtReport]] | None = None,
            rounds: int = 0) -> dict[str, Any]:  # fmt: skip
     """On a learner: cross-entropy epochs of the policy network on the demonstration, then
     `rounds` of `correct`'s labels on the cloned policy's own walks, each followed by as
@@ -87,14 +87,16 @@ def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epoch
     corrections = []
     frames_before = GameBoy.frames_emulated
     for _ in range(rounds if correct else 0):
-        report = correct(functools.partial(_sampled_action, module))  # type: ignore[misc]
-        taught = report.transitions
-        corrections.append({"walks": report.episodes, "arrived": report.clean,
-                            "labels": len(taught.actions),
-                            "agreed": _accuracy(module, torch.from_numpy(taught.observations),
-                                                torch.from_numpy(taught.actions))})  # fmt: skip
-        inputs = torch.cat([inputs, torch.from_numpy(taught.observations)])
-        targets = torch.cat([targets, torch.from_numpy(taught.actions)])
+        reports = correct(functools.partial(_sampled_action, module))  # type: ignore[misc]
+        labelled = torch.from_numpy(np.concatenate(
+            [report.transitions.observations for report in reports.values()]))  # fmt: skip
+        labels = torch.from_numpy(np.concatenate(
+            [report.transitions.actions for report in reports.values()]))  # fmt: skip
+        corrections.append({**{name: {"episodes": report.episodes, "clean": report.clean,
+                                      "labels": len(report.transitions.actions)}
+                               for name, report in reports.items()},
+                            "agreed": _accuracy(module, labelled, labels)})  # fmt: skip
+        inputs, targets = torch.cat([inputs, labelled]), torch.cat([targets, labels])
         loss = _fit(module, optimizer, inputs, targets, epochs, generator)
     if corrections:
         done["corrections"] = corrections

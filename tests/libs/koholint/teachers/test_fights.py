@@ -12,7 +12,12 @@ from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
 from koholint.env.zelda import EnvConfig
 from koholint.explore.demo import DemoTransitions, demo_transitions
 from koholint.schemas.env import Action
-from koholint.teachers.fights import fight_action, fight_steps, fight_transitions
+from koholint.teachers.fights import (
+    corrected_fights,
+    fight_action,
+    fight_steps,
+    fight_transitions,
+)
 
 WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0-short.actions"
 
@@ -117,3 +122,65 @@ def test_after_the_fight_the_fighter_walks_to_the_key_and_takes_it():
     env.close()
     assert took
     assert keys_after == keys_before + 1
+
+
+def test_a_clone_that_stands_still_in_the_key_hall_is_labelled_with_the_fighters_steps():
+    """Real PyBoy, DAgger's labels on a committed win: a policy that never moves fights from
+    every fight state under sticky actions; no fight of its is clean, and every state it
+    stood in with an enemy left is labelled with the fighter's step there (closing in, or
+    swinging at what comes within reach)."""
+    actions = WIN.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25, "reward_mode": "progress"})
+    demo = demo_transitions(actions, config)
+    played: list[int] = []
+
+    def stand_still(observation: np.ndarray, rng: np.random.Generator) -> int:
+        played.append(int(Action.NOOP))
+        return int(Action.NOOP)
+
+    report = corrected_fights(actions, demo, config, stand_still, episodes=2)
+    assert report.starts == len(fight_steps(demo, 8)) >= 4
+    assert report.episodes == 2 * report.starts
+    assert report.clean == 0  # standing still clears no hall
+    labelled = report.transitions
+    assert labelled.observations.shape == (len(labelled.actions), OBSERVATION_SIZE)
+    assert len(played) >= len(labelled.actions) >= report.episodes
+    fighting = labelled.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5
+    assert fighting.all()  # no enemy was ever beaten, so no walk to a key was labelled
+    assert [fight_action(o) for o in labelled.observations] == labelled.actions.tolist()
+    swings = {int(Action.A), int(Action.B)}
+    assert swings & set(labelled.actions.tolist())  # enemies came within reach
+    assert set(labelled.actions.tolist()) - swings  # and elsewhere the fighter closes in
+
+
+def test_a_clone_that_fights_as_the_fighter_does_is_counted_clean(monkeypatch):
+    """Real PyBoy: the fighter's own steps played as the policy (after the fight, the step
+    toward the key the labeller just gave): its fights clear the hall and take the key."""
+    import koholint.teachers.fights as fights
+
+    actions = WIN.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25, "reward_mode": "progress"})
+    demo = demo_transitions(actions, config)
+    to_key = [int(Action.NOOP)]
+    loot = fights.loot_action
+
+    def loot_remembered(env):
+        step = loot(env)
+        to_key[0] = int(Action.NOOP) if step is None else step
+        return step
+
+    def as_the_fighter(observation: np.ndarray, rng: np.random.Generator) -> int:
+        action = fight_action(observation)
+        return to_key[0] if action is None else action
+
+    monkeypatch.setattr(fights, "loot_action", loot_remembered)
+    report = corrected_fights(actions, demo, config, as_the_fighter, episodes=1)
+    assert report.clean >= 0.8 * report.episodes > 0
+    assert len(report.transitions.actions) > report.episodes
+
+
+def test_corrected_fights_need_at_least_one_episode():
+    demo = DemoTransitions(np.zeros((1, OBSERVATION_SIZE), np.float32), np.zeros(1, np.int64),
+                           np.zeros(1, np.float32))  # fmt: skip
+    with pytest.raises(ValueError, match="corrected fights"):
+        corrected_fights(b"\x00", demo, EnvConfig(), lambda observation, rng: 0, episodes=0)

@@ -70,6 +70,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "stop_at_win_rate": ("0.5", "0.25", 0.25),
         "observation": ("memory", "flags", "flags"),
         "teachers": ('["fights"]', ["walks", "fights"], ["walks", "fights"]),
+        "labellers": ('["fights"]', ["walks", "fights"], ["walks", "fights"]),
         "rom": ("worlds/a", "worlds/b", "worlds/b"),
         "stall_level_base": ("2.0", "4.0", 4.0),
     }
@@ -103,7 +104,10 @@ NEEDS = {
     "evaluation.every_env_steps": {"KOHOLINT_TRAINER_PLANNER": "rules"},
     "imitation.teachers": {"KOHOLINT_TRAINER_IMITATION__CLONE_EPOCHS": "1"},
     "imitation.corrections": {"KOHOLINT_TRAINER_IMITATION__CLONE_EPOCHS": "1",
-                              "KOHOLINT_TRAINER_IMITATION__TEACHERS": '["walks"]'},
+                              "KOHOLINT_TRAINER_IMITATION__TEACHERS": '["walks"]',
+                              "KOHOLINT_TRAINER_IMITATION__LABELLERS": '["walks"]'},
+    "imitation.labellers": {"KOHOLINT_TRAINER_IMITATION__CLONE_EPOCHS": "1",
+                            "KOHOLINT_TRAINER_IMITATION__TEACHERS": '["fights", "walks"]'},
     "evaluation.stop_at_win_rate": {"KOHOLINT_TRAINER_PLANNER": "rules",
                                     "KOHOLINT_TRAINER_EVALUATION__EVERY_ENV_STEPS": "1000"},
 }  # fmt: skip
@@ -189,6 +193,7 @@ def test_phase_two_starts_from_its_recipe_under_every_layer(phase: str):
     assert (config.planner, config.gamma, config.sil.weight) == ("rules", 0.999, 0.1)
     assert (config.imitation.clone_epochs, config.curriculum.passes) == (400, 3)
     assert (config.imitation.teachers, config.imitation.corrections) == (["fights", "walks"], 1)
+    assert config.imitation.labellers == ["walks"]
     assert (config.env.reward_weights.new_room, config.env.reward_weights.kill) == (0.0, 0.25)
     assert config.env.sticky_action_probability == 0.25  # the trainer's env default stays
     assert (config.evaluation.every_env_steps, config.total_env_steps) == (250_000, 5_000_000)
@@ -252,7 +257,9 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"imitation": {"teachers": ["walks", "walks"], "clone_epochs": 1}}, {}, "imitation.teachers", "name each teacher once"),
         ({"imitation": {"teacher_episodes": 65}}, {}, "imitation.teacher_episodes", "less than or equal to 64"),
         ({"imitation": {"corrections": 1}}, {}, "imitation.corrections", "needs imitation.clone_epochs"),
-        ({"imitation": {"corrections": 1, "clone_epochs": 1, "teachers": ["fights"]}}, {}, "imitation.corrections", "needs a teacher that labels"),
+        ({"imitation": {"corrections": 1, "clone_epochs": 1, "teachers": ["fights"]}}, {}, "imitation.corrections", "needs imitation.labellers"),
+        ({"imitation": {"corrections": 1, "clone_epochs": 1, "teachers": ["fights"], "labellers": ["walks"]}}, {}, "imitation.labellers", "are not in imitation.teachers"),
+        ({"imitation": {"labellers": ["boxer"]}}, {}, "imitation.labellers", "choose from fights, walks"),
         ({"imitation": {"corrections": 9, "clone_epochs": 1}}, {}, "imitation.corrections", "less than or equal to 8"),
         ({}, {"KOHOLINT_TRAINER_SIL__CAPACITY": "0"}, "sil.capacity", "KOHOLINT_TRAINER_SIL__CAPACITY"),
         ({"planner": "gpt"}, {}, "planner", "'off', 'rules', 'local', 'llm-d' or 'http'"),

@@ -68,8 +68,9 @@ def test_a_correction_round_labels_the_clones_own_states_and_the_cloning_goes_on
         rng = np.random.default_rng(0)
         played.extend(act(observation, rng) for observation in strayed)
         labels = np.full(len(strayed), 4, np.int64)
-        return TaughtReport(DemoTransitions(strayed, labels, np.zeros(len(strayed), np.float32)),
-                            starts=8, episodes=16, clean=5)  # fmt: skip
+        return {"walks": TaughtReport(
+            DemoTransitions(strayed, labels, np.zeros(len(strayed), np.float32)),
+            starts=8, episodes=16, clean=5)}  # fmt: skip
 
     torch.manual_seed(0)
     module = policy_module()
@@ -79,9 +80,7 @@ def test_a_correction_round_labels_the_clones_own_states_and_the_cloning_goes_on
     assert len(played) == len(strayed)
     assert set(played) <= set(range(9))
     [round_] = report["corrections"]
-    assert round_["walks"] == 16
-    assert round_["arrived"] == 5
-    assert round_["labels"] == 64
+    assert round_["walks"] == {"episodes": 16, "clean": 5, "labels": 64}
     assert round_["agreed"] < 0.9  # the clone did not already step right there
     with torch.no_grad():
         chosen = module.forward_train({"obs": torch.from_numpy(strayed)})["action_dist_inputs"]
@@ -117,9 +116,10 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     assert cloned["walks_steps"] > cloned["walks_clean"]
     # and one round of DAgger: the clone's own walks from the same states, labelled
     [corrected] = cloned["corrections"]
-    assert corrected["walks"] == cloned["walks_episodes"]
-    assert 0 <= corrected["arrived"] <= corrected["walks"]
-    assert corrected["labels"] >= corrected["walks"]
+    assert set(corrected) == {"walks", "agreed"}
+    assert corrected["walks"]["episodes"] == cloned["walks_episodes"]
+    assert 0 <= corrected["walks"]["clean"] <= corrected["walks"]["episodes"]
+    assert corrected["walks"]["labels"] >= corrected["walks"]["episodes"]
     assert status.curriculum["moves"] >= 1  # random play wins there about half the time
     assert status.curriculum["start_step"] < 728  # the last demo state of the 730-step win
     assert [e.start for e in status.evaluations] == ["power_on", "power_on"]
