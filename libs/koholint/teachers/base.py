@@ -112,10 +112,18 @@ def teach(
                 clean += 1
                 observations.extend(taught[0])
                 chosen.extend(taught[1])
+    return _report(observations, chosen, size, starts=len(starts),
+                   episodes=len(starts) * episodes, clean=clean)  # fmt: skip
+
+
+def _report(
+    observations: list[np.ndarray], actions: list[int], size: int, *, starts: int,
+    episodes: int, clean: int,
+) -> TaughtReport:  # fmt: skip
     return TaughtReport(
         DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
-                        np.asarray(chosen, np.int64), np.zeros(len(chosen), np.float32)),
-        starts=len(starts), episodes=len(starts) * episodes, clean=clean,
+                        np.asarray(actions, np.int64), np.zeros(len(actions), np.float32)),
+        starts=starts, episodes=episodes, clean=clean,
     )  # fmt: skip
 
 
@@ -180,11 +188,8 @@ def corrected(
                                            label, observations, labels)  # fmt: skip
             finally:
                 env.close()
-    return TaughtReport(
-        DemoTransitions(np.asarray(observations, np.float32).reshape(-1, size),
-                        np.asarray(labels, np.int64), np.zeros(len(labels), np.float32)),
-        starts=len(starts), episodes=len(starts) * episodes, clean=clean,
-    )  # fmt: skip
+    return _report(observations, labels, size, starts=len(starts),
+                   episodes=len(starts) * episodes, clean=clean)  # fmt: skip
 
 
 def _labelled_episode(

@@ -22,8 +22,8 @@ def test_every_registered_teacher_follows_the_protocol(name: str):
     assert typed is found
 
 
-def test_only_the_walker_labels_a_policys_states():
-    assert {name for name in TEACHERS if isinstance(teacher(name), Labeller)} == {"walks"}
+def test_the_fighter_and_the_walker_both_label_a_policys_states():
+    assert {name for name in TEACHERS if isinstance(teacher(name), Labeller)} == {"fights", "walks"}
 
 
 def test_an_unknown_teacher_is_refused_with_the_names():
