@@ -3,8 +3,9 @@ training env's sticky actions, cloned with the demonstration.
 
 A fight's enemies move on the game's RNG, so no shortening of a trajectory can cut one, and
 a random walk's fights are flailing. The fighter walks along the larger gap to the nearest
-enemy and swings when it is within the sword's reach in front, then walks to the key the
-cleared room shows; its clean fights are what it teaches (the teacher ``fights``).
+enemy (around a wall or block that stands that way, by the path-finder) and swings when it
+is within the sword's reach in front, then walks to the key the cleared room shows; its
+clean fights are what it teaches (the teacher ``fights``).
 
 A policy cloned on those fights meets, under sticky actions, distances and knock-backs no
 clean fight passed through. ``corrected_fights`` is DAgger for the fights: the policy fights
@@ -19,8 +20,8 @@ import numpy as np
 from koholint.env.encoding import SLOT_INDEX
 from koholint.env.zelda import BUTTON_ACTIONS, EnvConfig, ZeldaEnv
 from koholint.explore.demo import DemoTransitions
-from koholint.game.navigation import nearest_step
-from koholint.game.ram import RamReader
+from koholint.game.navigation import NoPathError, nearest_step, next_step
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
 from koholint.game.tiles import Metatile
 from koholint.schemas.env import Action
 from koholint.teachers.base import (
@@ -69,6 +70,32 @@ def fight_action(observation: np.ndarray) -> int | None:
     return int(Action.DOWN if dy > 0 else Action.UP)
 
 
+def fight_step(env: ZeldaEnv, observation: np.ndarray) -> int | None:
+    """`fight_action` in the room `env` shows: while the enemy is more than a cell away,
+    the path-finder's steps toward its cell instead (the rooms of generated worlds have
+    blocks inside, and a straight walk into one stood there until the fight timed out)."""
+    action = fight_action(observation)
+    if action is None or action in (int(Action.A), int(Action.B)):
+        return action
+    raw = env.raw_state
+    here = _cell(raw.x, raw.y)
+    enemy = _cell(raw.x + float(observation[SLOT_INDEX["nearest_enemy_dx"]]) * 160,
+                  raw.y + float(observation[SLOT_INDEX["nearest_enemy_dy"]]) * 128)  # fmt: skip
+    if max(abs(enemy[0] - here[0]), abs(enemy[1] - here[1])) <= 1:
+        return action
+    tiles = RamReader(env.gameboy.memory, banked=env.gameboy.rom.cgb).room_objects()
+    try:
+        button = next_step(tiles, (raw.x, raw.y), enemy, tolerance=env.config.frame_skip // 2)
+    except NoPathError:
+        return action
+    return int(BUTTON_ACTIONS.get(button, action))
+
+
+def _cell(x: float, y: float) -> tuple[int, int]:
+    """The room cell holding pixel (x, y), clamped to the room."""
+    return (min(max(int(x) // 16, 0), ROOM_WIDTH - 1), min(max(int(y) // 16, 0), ROOM_HEIGHT - 1))
+
+
 def fight_steps(demo: DemoTransitions, every: int) -> list[int]:
     """Demo steps (multiples of `every`) inside a fight: from entering a room the
     demonstration kills in to its last kill there, while an enemy is left."""
@@ -107,7 +134,7 @@ def _fight(state: bytes, env_config: EnvConfig, seed: int) -> Episode | None:
 
     def choose(env: ZeldaEnv, observation: np.ndarray) -> int | None:
         nonlocal waited
-        action = fight_action(observation)
+        action = fight_step(env, observation)
         action = loot_action(env) if action is None else action
         if action is not None:
             return action
@@ -156,7 +183,7 @@ def _fight_label(room: tuple[int, int, int]) -> Label:
         nonlocal idle
         if rooms(observation[None])[0] != room:
             return LOST
-        step = fight_action(observation)
+        step = fight_step(env, observation)
         step = loot_action(env) if step is None else step
         idle = 0 if step is not None else idle + 1
         return DONE if idle > KEY_WAIT_STEPS else step

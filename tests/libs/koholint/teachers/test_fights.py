@@ -19,7 +19,10 @@ from koholint.teachers.fights import (
     fight_transitions,
 )
 
-WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0-short.actions"
+RESULTS = Path(__file__).parents[4] / "benchmarks" / "results"
+WIN = RESULTS / "win" / "explore-seed0-short.actions"
+MEDIUM_2_WIN = RESULTS / "worlds" / "stall-2026-11-29" / "medium-2-s0-frontier-win.actions"
+"""Phase 1's win on generated world medium 2: its key halls have blocks inside."""
 
 
 def observation(dx: float | None, dy: float = 0.0, facing: str = "right", sword_in_b: bool = True):
@@ -68,6 +71,18 @@ def test_fight_steps_run_from_entering_a_room_to_its_last_kill_while_an_enemy_is
     assert fight_steps(demo, every=2) == [10, 14, 16, 18, 20, 22, 24]
 
 
+SWINGS = {int(Action.A), int(Action.B)}
+MOVES = {int(Action.UP), int(Action.DOWN), int(Action.LEFT), int(Action.RIGHT)}
+
+
+def assert_the_fighters_steps(observations: np.ndarray, actions: np.ndarray) -> None:
+    """Each step is the fighter's on its observation: a swing exactly where an enemy is in
+    reach, else a d-pad step (straight at the enemy, or the path-finder's around a block)."""
+    for observation, action in zip(observations, actions.tolist(), strict=True):
+        straight = fight_action(observation)
+        assert action == straight if straight in SWINGS else action in MOVES
+
+
 def test_the_fighter_clears_the_key_hall_from_the_demonstrations_states():
     """Real PyBoy on a committed win: every fight state yields clean fights, and their
     steps are the fighter's actions on the observations it saw, all with an enemy left."""
@@ -81,9 +96,7 @@ def test_the_fighter_clears_the_key_hall_from_the_demonstrations_states():
     fought = report.transitions
     assert fought.observations.shape == (len(fought.actions), OBSERVATION_SIZE)
     fighting = fought.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5
-    assert [fight_action(o) for o in fought.observations[fighting]] == fought.actions[
-        fighting
-    ].tolist()
+    assert_the_fighters_steps(fought.observations[fighting], fought.actions[fighting])
     # once the hall is clear, the walk to the key it shows: steps without an enemy, and
     # every fight took one key (it lies in the room until the walk ends)
     assert 0 < np.count_nonzero(~fighting) < len(fighting) / 2
@@ -147,10 +160,9 @@ def test_a_clone_that_stands_still_in_the_key_hall_is_labelled_with_the_fighters
     assert len(played) >= len(labelled.actions) >= report.episodes
     fighting = labelled.observations[:, SLOT_INDEX["enemy_nearby"]] > 0.5
     assert fighting.all()  # no enemy was ever beaten, so no walk to a key was labelled
-    assert [fight_action(o) for o in labelled.observations] == labelled.actions.tolist()
-    swings = {int(Action.A), int(Action.B)}
-    assert swings & set(labelled.actions.tolist())  # enemies came within reach
-    assert set(labelled.actions.tolist()) - swings  # and elsewhere the fighter closes in
+    assert_the_fighters_steps(labelled.observations, labelled.actions)
+    assert SWINGS & set(labelled.actions.tolist())  # enemies came within reach
+    assert MOVES & set(labelled.actions.tolist())  # and elsewhere the fighter closes in
 
 
 def test_a_clone_that_fights_as_the_fighter_does_is_counted_clean(monkeypatch):
@@ -184,3 +196,45 @@ def test_corrected_fights_need_at_least_one_episode():
                            np.zeros(1, np.float32))  # fmt: skip
     with pytest.raises(ValueError, match="corrected fights"):
         corrected_fights(b"\x00", demo, EnvConfig(), lambda observation, rng: 0, episodes=0)
+
+
+@pytest.fixture(scope="module")
+def medium_2(tmp_path_factory):
+    """Generated world medium 2 as the default world, its win's demonstration, and the
+    fight starts in the room whose blocks stood between Link and the enemy."""
+    from koholint.game.rom import bundled_cartridge, playing
+    from koholint.game.worldgen import generate, write_world
+    from koholint.teachers.base import healed_states, rooms
+
+    folder = tmp_path_factory.mktemp("worlds") / "medium-2"
+    write_world(generate(2, "medium"), bundled_cartridge().read_bytes(), folder)
+    with playing(folder):
+        actions = MEDIUM_2_WIN.read_bytes()
+        config = EnvConfig.parse({"sticky_action_probability": 0.25, "reward_mode": "progress"})
+        demo = demo_transitions(actions, config)
+        where = rooms(demo.observations)
+        steps = [step for step in fight_steps(demo, 8) if where[step] == (1, 0, 34)]
+        yield config, healed_states(actions, config, steps[::4], 8)
+
+
+def test_the_fighter_walks_around_the_blocks_of_a_generated_key_hall(medium_2):
+    """Real PyBoy on medium 2: walking straight at the enemy, the fighter pressed into a
+    block until its fights timed out; along the path-finder's steps it clears the hall."""
+    from koholint.teachers.fights import _fight
+
+    config, starts = medium_2
+    assert len(starts) >= 3
+    clean = sum(_fight(start.state, config, seed) is not None
+                for start in starts for seed in range(2))  # fmt: skip
+    assert clean >= 0.9 * 2 * len(starts)
+
+
+def test_walking_straight_at_the_enemy_is_blocked_in_that_hall(medium_2, monkeypatch):
+    """The same starts with the path-finder taken away: the straight walk times out."""
+    import koholint.teachers.fights as fights
+
+    config, starts = medium_2
+    monkeypatch.setattr(fights, "fight_step", lambda env, observation: fight_action(observation))
+    clean = sum(fights._fight(start.state, config, seed) is not None
+                for start in starts for seed in range(2))  # fmt: skip
+    assert clean <= 0.5 * 2 * len(starts)
