@@ -15,6 +15,8 @@ step there.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from koholint.env.encoding import SLOT_INDEX
@@ -124,17 +126,20 @@ def fight_transitions(
         raise ValueError(f"episodes {episodes}: use >= 1 fights per start")
     starts = healed_states(actions, env_config, fight_steps(demo, every), every)
     return teach(starts, episodes, demo.observations.shape[1],
-                 lambda start, seed: _fight(start.state, env_config, seed))  # fmt: skip
+                 lambda start, seed: fight_episode(start.state, env_config, seed))  # fmt: skip
 
 
-def _fight(state: bytes, env_config: EnvConfig, seed: int) -> Episode | None:
-    """One fight from `state`, then the walk to the key the cleared room shows: their
-    observations and actions, or None if it was not clean (a death, or too long)."""
+def fight_episode(
+    state: bytes, env_config: EnvConfig, seed: int,
+    step: Callable[[ZeldaEnv, np.ndarray], int | None] = fight_step,
+) -> Episode | None:  # fmt: skip
+    """One fight from `state` by `step`, then the walk to the key the cleared room shows:
+    their observations and actions, or None if it was not clean (a death, or too long)."""
     waited = 0
 
     def choose(env: ZeldaEnv, observation: np.ndarray) -> int | None:
         nonlocal waited
-        action = fight_step(env, observation)
+        action = step(env, observation)
         action = loot_action(env) if action is None else action
         if action is not None:
             return action

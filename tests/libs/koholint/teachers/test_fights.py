@@ -220,21 +220,21 @@ def medium_2(tmp_path_factory):
 def test_the_fighter_walks_around_the_blocks_of_a_generated_key_hall(medium_2):
     """Real PyBoy on medium 2: walking straight at the enemy, the fighter pressed into a
     block until its fights timed out; along the path-finder's steps it clears the hall."""
-    from koholint.teachers.fights import _fight
+    from koholint.teachers.fights import fight_episode
 
     config, starts = medium_2
     assert len(starts) >= 3
-    clean = sum(_fight(start.state, config, seed) is not None
+    clean = sum(fight_episode(start.state, config, seed) is not None
                 for start in starts for seed in range(2))  # fmt: skip
     assert clean >= 0.9 * 2 * len(starts)
 
 
-def test_walking_straight_at_the_enemy_is_blocked_in_that_hall(medium_2, monkeypatch):
+def test_walking_straight_at_the_enemy_is_blocked_in_that_hall(medium_2):
     """The same starts with the path-finder taken away: the straight walk times out."""
-    import koholint.teachers.fights as fights
+    from koholint.teachers.fights import fight_episode
 
     config, starts = medium_2
-    monkeypatch.setattr(fights, "fight_step", lambda env, observation: fight_action(observation))
-    clean = sum(fights._fight(start.state, config, seed) is not None
+    straight = lambda env, observation: fight_action(observation)  # noqa: E731
+    clean = sum(fight_episode(start.state, config, seed, straight) is not None
                 for start in starts for seed in range(2))  # fmt: skip
     assert clean <= 0.5 * 2 * len(starts)
