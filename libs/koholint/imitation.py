@@ -4,7 +4,8 @@
   on its own observations (``koholint.explore.demo``) and to the clean episodes of the
   teachers the settings list (``koholint.teachers``: the scripted fighter's fights, the
   path-finder's walks), ``clone_epochs`` passes over all of it (``lessons``).
-- **DAgger** (Ross, Gordon and Bagnell 2011). ``corrections`` rounds after the cloning: the
+- **DAgger** (Ross, Gordon and Bagnell 2011). ``corrections`` rounds after the cloning, and
+  one every ``correct_every_env_steps`` during PPO on the policy as PPO has made it: the
   cloned policy plays from the labellers' starts (``labellers``: the fighter, the walker),
   each marks every state it reaches from its own starts with its own step there, and the
   cloning goes on over everything so far (``labeller``).
@@ -51,6 +52,9 @@ class ImitationSettings(BaseModel):
     labellers: list[str] = Field(default_factory=list, max_length=len(TEACHERS))
     """the listed teachers whose labels on the cloned policy's own states each DAgger round
     fits (fights, walks)"""
+    correct_every_env_steps: JsonInt = Field(0, ge=0, le=10**10)
+    """during PPO, a DAgger round on the policy as it is then after the first iteration
+    past each multiple of this many env steps (0 = only the rounds before PPO)"""
 
     @field_validator("teachers", "labellers")
     @classmethod
@@ -69,6 +73,16 @@ class ImitationSettings(BaseModel):
                 return name, (f"imitation.{name} needs imitation.clone_epochs: what the teachers "
                               f"give is cloned with the trajectory; set clone_epochs (the "
                               f"recipe's 400) or leave {name} out")  # fmt: skip
+        if self.correct_every_env_steps and not self.labellers:
+            return "correct_every_env_steps", (
+                "imitation.correct_every_env_steps needs imitation.labellers (fights, walks) "
+                "and clone_epochs: its rounds are labelled by them and fitted as the cloning is"
+            )
+        if self.correct_every_env_steps and not self.clone_epochs:
+            return "correct_every_env_steps", (
+                "imitation.correct_every_env_steps needs imitation.clone_epochs: its rounds "
+                "go on with the warm start's cloning"
+            )
         if self.corrections and not self.labellers:
             return "corrections", ("imitation.corrections needs imitation.labellers: the "
                                    "teachers that label the policy's states in each round "

@@ -126,7 +126,8 @@ class RunStatus(BaseModel):
     """the emulator's work beside the policy's env steps, in steps of the frame skip:
     ``evaluation`` (every evaluation's and report's episodes), ``planner_macros`` (frames
     the planner's macros emulated in training episodes) and ``teachers`` (the warm start's
-    lessons: the demonstration replayed, the teachers' episodes, DAgger's walks)"""
+    lessons: the demonstration replayed, the teachers' episodes, DAgger's rounds before and
+    during PPO)"""
 
     @property
     def env_steps_in_all(self) -> int:

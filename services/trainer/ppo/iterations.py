@@ -5,7 +5,8 @@ Between iterations a new reward-model version reaches the envs; after each, the 
 status and learning curve are brought up to date from RLlib's result and the run's actors,
 and every ``checkpoint_every_iterations``-th iteration is checkpointed, as is the last.
 When an evaluation is due (evaluation.py) the policy is played on its own; one that wins
-often enough ends the run.
+often enough ends the run. When a DAgger round is due (``imitation.correct_every_env_steps``)
+the teachers label the policy's own play and the cloning goes on.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from trainer.ppo.checkpoints import Checkpoints
 from trainer.ppo.config import TrainConfig
 from trainer.ppo.curve import LearningCurve
 from trainer.ppo.evaluation import PolicyEvaluator
+from trainer.ppo.rllib.warm_start import DaggerRounds
 from trainer.ppo.shaping import ShapingDriver
 
 OnIteration = Callable[[RunStatus], None]
@@ -34,10 +36,11 @@ class IterationLoop:
 
     def __init__(self, algo: Any, config: TrainConfig, status: RunStatus, curve: LearningCurve,
                  actors: RunActors, checkpoints: Checkpoints, shaping: ShapingDriver | None,
-                 resumed_steps: int, evaluator: PolicyEvaluator | None = None) -> None:  # fmt: skip
+                 resumed_steps: int, evaluator: PolicyEvaluator | None = None,
+                 dagger: DaggerRounds | None = None) -> None:  # fmt: skip
         self.algo, self.config, self.status, self.curve = algo, config, status, curve
         self.actors, self.checkpoints, self.shaping = actors, checkpoints, shaping
-        self.resumed_steps, self.evaluator = resumed_steps, evaluator
+        self.resumed_steps, self.evaluator, self.dagger = resumed_steps, evaluator, dagger
         self.won = False
         """whether an evaluation reached evaluation.stop_at_win_rate (the run ended on it)"""
 
@@ -53,6 +56,10 @@ class IterationLoop:
             if self.evaluator and self.evaluator.due(self.status.env_steps):
                 began = time.perf_counter()
                 self.won = self.evaluator.won(self.evaluator.evaluate(self.algo, self.status))
+                evaluating += time.perf_counter() - began
+            if self.dagger and not self.won and self.dagger.due(self.status.env_steps):
+                began = time.perf_counter()
+                self._correct(self.dagger)
                 evaluating += time.perf_counter() - began
             if self.status.iterations % self.config.checkpoint_every_iterations == 0:
                 self._checkpoint()
@@ -75,6 +82,12 @@ class IterationLoop:
             report = self.shaping.after_iteration(self.algo)
             self.status.reward_model = report.version
             self.status.shaped_steps = report.steps_by_version
+
+    def _correct(self, dagger: DaggerRounds) -> None:
+        """A DAgger round; its emulator work counts with the teachers'."""
+        done = dagger.correct(self.algo, self.status.env_steps)
+        other = self.status.other_work
+        other["teachers"] = other.get("teachers", 0) + int(done["env_steps"])
 
     def _measure_speed(self, elapsed: float) -> None:
         # Steps this process sampled: a resumed run's lifetime count starts at the checkpoint.

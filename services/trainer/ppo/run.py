@@ -27,7 +27,7 @@ from trainer.ppo.phase_one import run_phase_one
 from trainer.ppo.preflight import Preflight, preflight
 from trainer.ppo.ray_node import ray_for_run
 from trainer.ppo.rllib.algorithm import build_algorithm
-from trainer.ppo.rllib.warm_start import clone_demonstration
+from trainer.ppo.rllib.warm_start import DaggerRounds, clone_demonstration
 from trainer.ppo.shaping import ShapingDriver
 
 logger = logging.getLogger("trainer.ppo.run")
@@ -169,8 +169,10 @@ class TrainingRun:
         shaping = self._shaping(checked)
         self.status.state = "running"
         evaluator = PolicyEvaluator(config, run_dir, self.status.env_steps)
+        dagger = DaggerRounds(config, run_dir, self.status.env_steps)
         loop = IterationLoop(algo, config, self.status, self._curve, actors, checkpoints,
-                             shaping, resumed_steps, evaluator if evaluator.enabled else None)  # fmt: skip
+                             shaping, resumed_steps, evaluator if evaluator.enabled else None,
+                             dagger if dagger.enabled else None)  # fmt: skip
         try:
             loop.run(self._stop, on_iteration)
         finally:

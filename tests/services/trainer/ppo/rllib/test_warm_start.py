@@ -17,7 +17,7 @@ from koholint.explore.demo import demo_transitions
 from trainer.config import Deployment
 from trainer.ppo.config import TrainConfig
 from trainer.ppo.rllib.sampling import LeanPPOModule
-from trainer.ppo.rllib.warm_start import MODULE_ID, _clone
+from trainer.ppo.rllib.warm_start import MODULE_ID, _clone, correct_round
 from trainer.ppo.run import TrainingRun
 
 WIN = Path(__file__).parents[5] / "benchmarks" / "results" / "win"
@@ -86,6 +86,65 @@ def test_a_correction_round_labels_the_clones_own_states_and_the_cloning_goes_on
         chosen = module.forward_train({"obs": torch.from_numpy(strayed)})["action_dist_inputs"]
     assert (chosen.argmax(dim=-1) == 4).float().mean() > 0.9
     assert report["accuracy_corrected"] > 0.6
+
+
+def test_a_round_during_ppo_labels_the_policy_as_it_is_and_keeps_what_was_fitted():
+    """DAgger's round during PPO, on a learner the warm start left its data on: the labels
+    of the policy's own states join everything fitted before, the passes shrink as the data
+    grows (the same minibatch steps a round), and the policy then follows the new labels
+    while still following the demonstration."""
+    import numpy as np
+
+    from koholint.explore.demo import DemoTransitions
+    from koholint.teachers.base import TaughtReport
+
+    demo = demo_transitions(TRAJECTORY.read_bytes(), EnvConfig.parse({}))
+    strayed = 1.0 - demo.observations[:256]  # states the demonstration never showed
+
+    def teacher(act):  # the fighter's part, as a stand-in: always B
+        labels = np.full(len(strayed), 6, np.int64)
+        return {"fights": TaughtReport(
+            DemoTransitions(strayed, labels, np.zeros(len(strayed), np.float32)),
+            starts=4, episodes=8, clean=3)}  # fmt: skip
+
+    torch.manual_seed(0)
+    module = policy_module()
+    learner = SimpleNamespace(module={MODULE_ID: module})
+    cloned = _clone(learner, observations=demo.observations, actions=demo.actions, epochs=100,
+                    seed=0)  # fmt: skip
+    done = correct_round(learner, correct=teacher, epochs=100, seed=1)
+    assert done["fights"] == {"episodes": 8, "clean": 3, "labels": 256}
+    assert done["agreed"] < 0.5  # the clone did not already swing there
+    assert done["labels_in_all"] == len(demo.actions) + 256
+    assert done["epochs"] == round(100 * len(demo.actions) / (len(demo.actions) + 256))
+    with torch.no_grad():
+        logits = module.forward_train({"obs": torch.from_numpy(strayed)})["action_dist_inputs"]
+        demo_logits = module.forward_train({"obs": torch.from_numpy(demo.observations)})[
+            "action_dist_inputs"]  # fmt: skip
+    assert (logits.argmax(dim=-1) == 6).float().mean() > 0.9
+    demo_actions = torch.from_numpy(demo.actions)
+    kept = (demo_logits.argmax(dim=-1) == demo_actions).float().mean()
+    assert kept > cloned["accuracy_after"] - 0.05  # what the warm start fitted is kept
+    second = correct_round(learner, correct=teacher, epochs=100, seed=2)
+    assert second["labels_in_all"] == len(demo.actions) + 512  # the labels accumulate
+
+
+def test_a_round_on_a_resumed_learner_starts_from_its_own_labels():
+    import numpy as np
+
+    from koholint.explore.demo import DemoTransitions
+    from koholint.teachers.base import TaughtReport
+
+    observations = np.random.default_rng(0).random((64, 128), np.float32)
+
+    def teacher(act):
+        labels = np.full(64, 2, np.int64)
+        return {"walks": TaughtReport(DemoTransitions(observations, labels, np.zeros(64, np.float32)),
+                                      starts=1, episodes=1, clean=1)}  # fmt: skip
+
+    learner = SimpleNamespace(module={MODULE_ID: policy_module()})
+    done = correct_round(learner, correct=teacher, epochs=5, seed=0)
+    assert (done["labels_in_all"], done["epochs"]) == (64, 5)
 
 
 @pytest.mark.slow
