@@ -113,8 +113,12 @@ class DaggerRounds:
         ]
         algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
                                            inference_only=True, timeout_seconds=60.0)  # fmt: skip
-        done = {"at_env_steps": env_steps, **done,
-                "env_steps": done.pop("frames_emulated") // self.config.env.frame_skip}  # fmt: skip
+        frames = done.pop("frames_emulated")
+        done = {
+            "at_env_steps": env_steps,
+            **done,
+            "env_steps": frames // self.config.env.frame_skip,
+        }
         with (self.run_dir / "dagger.jsonl").open("a") as file:
             file.write(json.dumps(done) + "\n")
         self._next = (env_steps // self.every + 1) * self.every

@@ -152,11 +152,13 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     tmp_path: Path,
 ):
     """A short robustify run on the last steps of a committed win: the policy is cloned from
-    the demonstration first, the start moves, and the policy is played from power-on."""
+    the demonstration first, the start moves, DAgger's rounds go on during PPO, and the
+    policy is played from power-on."""
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
     settings = {
         "run": "recipe", "phase": "robustify", "planner": "rules", "total_env_steps": 1024,
-        "curriculum": {"trajectory": str(TRAJECTORY)}, "imitation": {"clone_epochs": 20},
+        "curriculum": {"trajectory": str(TRAJECTORY)},
+        "imitation": {"clone_epochs": 20, "correct_every_env_steps": 512},
         "num_env_runners": 0, "envs_per_env_runner": 1, "train_batch_size": 256,
         "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128,
         "export_every_episodes": 0, "curiosity_weight": 0.0, "checkpoint_every_iterations": 4,
@@ -173,12 +175,20 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     # and the path-finder's clean walks to each room's exit
     assert cloned["walks_clean"] >= 0.9 * cloned["walks_episodes"] > 0
     assert cloned["walks_steps"] > cloned["walks_clean"]
-    # and one round of DAgger: the clone's own walks from the same states, labelled
+    # and one round of DAgger: the clone's own walks and fights from the same states, labelled
     [corrected] = cloned["corrections"]
-    assert set(corrected) == {"walks", "agreed"}
-    assert corrected["walks"]["episodes"] == cloned["walks_episodes"]
-    assert 0 <= corrected["walks"]["clean"] <= corrected["walks"]["episodes"]
-    assert corrected["walks"]["labels"] >= corrected["walks"]["episodes"]
+    assert set(corrected) == {"fights", "walks", "agreed"}
+    for name in ("fights", "walks"):
+        assert corrected[name]["episodes"] == cloned[f"{name}_episodes"]
+        assert 0 <= corrected[name]["clean"] <= corrected[name]["episodes"]
+        assert corrected[name]["labels"] >= corrected[name]["episodes"]
+    # and rounds during PPO, after the iterations past 512 and 1,024 env steps, counted
+    rounds = [json.loads(line) for line in
+              (tmp_path / "runs/recipe/dagger.jsonl").read_text().splitlines()]  # fmt: skip
+    assert [r["at_env_steps"] >= 512 * (i + 1) for i, r in enumerate(rounds)] == [True, True]
+    assert rounds[1]["labels_in_all"] > rounds[0]["labels_in_all"]
+    assert status.other_work["teachers"] == cloned["env_steps"] + sum(
+        r["env_steps"] for r in rounds)  # fmt: skip
     assert status.curriculum["moves"] >= 1  # random play wins there about half the time
     assert status.curriculum["start_step"] < 728  # the last demo state of the 730-step win
     assert [e.start for e in status.evaluations] == ["power_on", "power_on"]
