@@ -24,6 +24,27 @@ WIN = Path(__file__).parents[5] / "benchmarks" / "results" / "win"
 TRAJECTORY = WIN / "explore-seed0-short.actions"
 
 
+def stand_in_teacher(name: str, observations, label: int, *, starts: int, episodes: int,
+                     clean: int, played: list[int] | None = None):  # fmt: skip
+    """A labeller's part in a DAgger round: it labels `observations` with `label` (and
+    records what the policy would have played on them)."""
+    import numpy as np
+
+    from koholint.explore.demo import DemoTransitions
+    from koholint.teachers.base import TaughtReport
+
+    def teacher(act):
+        if played is not None:
+            rng = np.random.default_rng(0)
+            played.extend(act(observation, rng) for observation in observations)
+        labels = np.full(len(observations), label, np.int64)
+        transitions = DemoTransitions(observations, labels,
+                                      np.zeros(len(observations), np.float32))  # fmt: skip
+        return {name: TaughtReport(transitions, starts=starts, episodes=episodes, clean=clean)}
+
+    return teacher
+
+
 def policy_module() -> LeanPPOModule:
     spec = RLModuleSpec(
         module_class=LeanPPOModule,
@@ -55,22 +76,12 @@ def test_cloning_fits_the_policy_to_the_demonstration_and_leaves_the_value_alone
 def test_a_correction_round_labels_the_clones_own_states_and_the_cloning_goes_on():
     """DAgger's round on a learner: the teacher gets the cloned policy (sampling valid
     actions), its labels join the data, and the policy then follows them too."""
-    import numpy as np
-
-    from koholint.explore.demo import DemoTransitions
-    from koholint.teachers.base import TaughtReport
 
     demo = demo_transitions(TRAJECTORY.read_bytes(), EnvConfig.parse({}))
     strayed = 1.0 - demo.observations[:64]  # states the demonstration never showed
     played: list[int] = []
-
-    def teacher(act):  # the walker's part, as a stand-in: always RIGHT
-        rng = np.random.default_rng(0)
-        played.extend(act(observation, rng) for observation in strayed)
-        labels = np.full(len(strayed), 4, np.int64)
-        return {"walks": TaughtReport(
-            DemoTransitions(strayed, labels, np.zeros(len(strayed), np.float32)),
-            starts=8, episodes=16, clean=5)}  # fmt: skip
+    # the walker's part, as a stand-in: always RIGHT
+    teacher = stand_in_teacher("walks", strayed, 4, starts=8, episodes=16, clean=5, played=played)
 
     torch.manual_seed(0)
     module = policy_module()
@@ -93,19 +104,10 @@ def test_a_round_during_ppo_labels_the_policy_as_it_is_and_keeps_what_was_fitted
     of the policy's own states join everything fitted before, the passes shrink as the data
     grows (the same minibatch steps a round), and the policy then follows the new labels
     while still following the demonstration."""
-    import numpy as np
-
-    from koholint.explore.demo import DemoTransitions
-    from koholint.teachers.base import TaughtReport
-
     demo = demo_transitions(TRAJECTORY.read_bytes(), EnvConfig.parse({}))
     strayed = 1.0 - demo.observations[:256]  # states the demonstration never showed
-
-    def teacher(act):  # the fighter's part, as a stand-in: always B
-        labels = np.full(len(strayed), 6, np.int64)
-        return {"fights": TaughtReport(
-            DemoTransitions(strayed, labels, np.zeros(len(strayed), np.float32)),
-            starts=4, episodes=8, clean=3)}  # fmt: skip
+    # the fighter's part, as a stand-in: always B
+    teacher = stand_in_teacher("fights", strayed, 6, starts=4, episodes=8, clean=3)
 
     torch.manual_seed(0)
     module = policy_module()
@@ -132,16 +134,8 @@ def test_a_round_during_ppo_labels_the_policy_as_it_is_and_keeps_what_was_fitted
 def test_a_round_on_a_resumed_learner_starts_from_its_own_labels():
     import numpy as np
 
-    from koholint.explore.demo import DemoTransitions
-    from koholint.teachers.base import TaughtReport
-
     observations = np.random.default_rng(0).random((64, 128), np.float32)
-
-    def teacher(act):
-        labels = np.full(64, 2, np.int64)
-        return {"walks": TaughtReport(DemoTransitions(observations, labels, np.zeros(64, np.float32)),
-                                      starts=1, episodes=1, clean=1)}  # fmt: skip
-
+    teacher = stand_in_teacher("walks", observations, 2, starts=1, episodes=1, clean=1)
     learner = SimpleNamespace(module={MODULE_ID: policy_module()})
     done = correct_round(learner, correct=teacher, epochs=5, seed=0)
     assert (done["labels_in_all"], done["epochs"]) == (64, 5)
