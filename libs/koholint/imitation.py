@@ -136,8 +136,8 @@ def labeller(
     settings: ImitationSettings, given: Lesson
 ) -> Callable[[Policy], dict[str, TaughtReport]] | None:
     """One DAgger round's labels for a policy: each labeller's, on the states the policy
-    reaches from its starts; None when corrections are off."""
-    if not settings.corrections:
+    reaches from its starts; None when no teacher labels."""
+    if not settings.labellers:
         return None
     labellers = {name: teacher(name) for name in settings.labellers}
 

@@ -105,12 +105,13 @@ class DaggerRounds:
             given = lesson(self.config.imitation, actions,
                            EnvConfig.parse(self.config.env.model_dump()))  # fmt: skip
             self._correct = labeller(self.config.imitation, given)
+        if self._correct is None:
+            raise ValueError("imitation.correct_every_env_steps needs imitation.labellers")
         fit = functools.partial(correct_round, correct=self._correct,
                                 epochs=self.config.imitation.clone_epochs,
                                 seed=self.config.seed + env_steps)  # fmt: skip
-        done: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][
-            0
-        ]
+        results = [result.get() for result in algo.learner_group.foreach_learner(fit)]
+        done: dict[str, Any] = results[0]
         algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
                                            inference_only=True, timeout_seconds=60.0)  # fmt: skip
         frames = done.pop("frames_emulated")
