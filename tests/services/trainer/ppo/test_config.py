@@ -196,8 +196,7 @@ def test_phase_two_starts_from_its_recipe_under_every_layer(phase: str):
     assert (config.planner, config.gamma, config.sil.weight) == ("rules", 0.999, 0.1)
     assert (config.imitation.clone_epochs, config.curriculum.passes) == (400, 3)
     assert (config.imitation.teachers, config.imitation.corrections) == (["fights", "walks"], 1)
-    assert config.imitation.labellers == ["fights", "walks"]
-    assert config.imitation.correct_every_env_steps == 250_000
+    assert (config.imitation.labellers, config.imitation.correct_every_env_steps) == (["walks"], 0)
     assert (config.env.reward_weights.new_room, config.env.reward_weights.kill) == (0.0, 0.25)
     assert config.env.sticky_action_probability == 0.25  # the trainer's env default stays
     assert (config.evaluation.every_env_steps, config.total_env_steps) == (250_000, 5_000_000)

@@ -146,13 +146,14 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
     tmp_path: Path,
 ):
     """A short robustify run on the last steps of a committed win: the policy is cloned from
-    the demonstration first, the start moves, DAgger's rounds go on during PPO, and the
-    policy is played from power-on."""
+    the demonstration first, the start moves, and the policy is played from power-on; with
+    both teachers labelling, and DAgger's rounds going on during PPO."""
     deployment = Deployment(store_url=str(tmp_path / "store"), run_dir=str(tmp_path / "runs"))
     settings = {
         "run": "recipe", "phase": "robustify", "planner": "rules", "total_env_steps": 1024,
         "curriculum": {"trajectory": str(TRAJECTORY)},
-        "imitation": {"clone_epochs": 20, "correct_every_env_steps": 512},
+        "imitation": {"clone_epochs": 20, "labellers": ["fights", "walks"],
+                      "correct_every_env_steps": 512},
         "num_env_runners": 0, "envs_per_env_runner": 1, "train_batch_size": 256,
         "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128,
         "export_every_episodes": 0, "curiosity_weight": 0.0, "checkpoint_every_iterations": 4,
