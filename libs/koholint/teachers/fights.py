@@ -2,10 +2,10 @@
 training env's sticky actions, cloned with the demonstration.
 
 A fight's enemies move on the game's RNG, so no shortening of a trajectory can cut one, and
-a random walk's fights are flailing. The fighter walks along the larger gap to the nearest
-enemy (around a wall or block that stands that way, by the path-finder) and swings when it
-is within the sword's reach in front, then walks to the key the cleared room shows; its
-clean fights are what it teaches (the teacher ``fights``).
+a random walk's fights are flailing. The fighter takes the path-finder's steps toward the
+nearest enemy while it is more than a cell away, then walks along the larger gap to it and
+swings when it is within the sword's reach in front, then walks to the key the cleared room
+shows; its clean fights are what it teaches (the teacher ``fights``).
 
 A policy cloned on those fights meets, under sticky actions, distances and knock-backs no
 clean fight passed through. ``corrected_fights`` is DAgger for the fights: the policy fights
