@@ -91,6 +91,11 @@ def rooms(observations: np.ndarray) -> list[tuple[int, int, int]]:
     return [(a, b, c) for a, b, c in scaled.tolist()]
 
 
+def room_of(observation: np.ndarray) -> tuple[int, int, int]:
+    """One observation's room: (indoor, map id, room id)."""
+    return rooms(observation[None, :])[0]
+
+
 def facing(observation: np.ndarray) -> str:
     """The way Link faces in one observation."""
     return FACINGS[int(np.argmax([observation[SLOT_INDEX[f"facing_{f}"]] for f in FACINGS]))]

@@ -38,6 +38,7 @@ from koholint.teachers.base import (
     corrected,
     facing,
     healed_states,
+    room_of,
     rooms,
     scripted_episode,
     teach,
@@ -186,7 +187,7 @@ def _fight_label(room: tuple[int, int, int]) -> Label:
 
     def label(env: ZeldaEnv, observation: np.ndarray) -> int | None:
         nonlocal idle
-        if rooms(observation[None])[0] != room:
+        if room_of(observation) != room:
             return LOST
         step = fight_step(env, observation)
         step = loot_action(env) if step is None else step

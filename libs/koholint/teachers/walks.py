@@ -36,6 +36,7 @@ from koholint.teachers.base import (
     corrected,
     facing,
     healed_states,
+    room_of,
     rooms,
     scripted_episode,
     teach,
@@ -133,10 +134,6 @@ def walk_transitions(
                  lambda start, seed: _walk(start.state, exits[start.step], env_config, seed))  # fmt: skip
 
 
-def _room(observation: np.ndarray) -> tuple[int, int, int]:
-    return rooms(observation[None, :])[0]
-
-
 def _walk(state: bytes, exit_: Exit, env_config: EnvConfig, seed: int) -> Episode | None:
     """One walk from `state` out of the room by `exit_`: its observations and actions, or
     None if it was not clean (a death, no path, too long, or another room reached)."""
@@ -144,7 +141,7 @@ def _walk(state: bytes, exit_: Exit, env_config: EnvConfig, seed: int) -> Episod
 
     def choose(env: ZeldaEnv, observation: np.ndarray) -> int | None:
         nonlocal walked
-        room = _room(observation)
+        room = room_of(observation)
         if room != exit_.room:
             return DONE if room == exit_.to else None
         if (observation[SLOT_INDEX["in_transition"]] > 0.5
@@ -179,7 +176,7 @@ def _walk_label(exit_: Exit) -> Label:
     the exit leads to, LOST in any other."""
 
     def label(env: ZeldaEnv, observation: np.ndarray) -> int | None:
-        room = _room(observation)
+        room = room_of(observation)
         if room != exit_.room:
             return DONE if room == exit_.to else LOST
         free = _free(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
