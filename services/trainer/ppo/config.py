@@ -128,6 +128,10 @@ class RewardModelShaping(_Group):
     bonus_coefficient: JsonFloat = Field(0.2, ge=0, le=10)
     """bonus mode: the weight of the standardised R_phi (Motif and ONI used 0.1-0.4 of the
     extrinsic reward's scale)"""
+    hand_potential: Literal["off", "progress"] = "off"
+    """instead of R_phi, a potential written by hand: ``progress`` is Phi = shaping_scale *
+    the progress level read from RAM (what the rules judges know; the loop's baseline on the
+    same knowledge)"""
 
 
 class Evaluation(_Group):
@@ -313,6 +317,12 @@ class TrainConfig(BaseSettings, WorldSetting):
         problem = self.imitation.problem()
         if problem is not None:
             raise TrainConfigError(problem[1], f"imitation.{problem[0]}")
+        if self.reward.hand_potential != "off" and self.reward.model:
+            raise TrainConfigError(
+                f"reward.hand_potential={self.reward.hand_potential!r} and reward.model="
+                f"{self.reward.model!r} are two potentials: set one of them",
+                "reward.hand_potential",
+            )  # fmt: skip
         if self.train_batch_size < self.minibatch_size:
             raise TrainConfigError(
                 f"train_batch_size={self.train_batch_size} is smaller than minibatch_size="

@@ -26,6 +26,7 @@ from koholint.env.rnd import RndConfig, sparse_allowance
 from koholint.env.wrappers import (
     BonusWrapper,
     PositionPublisherWrapper,
+    ProgressLevel,
     RewardModelWrapper,
     SegmentRecorder,
     ShapingWrapper,
@@ -260,7 +261,11 @@ def wrap_train_vector(
 
 
 def reward_model_wrapper(config: TrainConfig, env: gym.Env[np.ndarray, Any]) -> RewardModelWrapper:
-    """R_phi in the reward, as the run's reward.mode says: a potential or a bonus."""
+    """R_phi in the reward, as the run's reward.mode says (a potential or a bonus), or the
+    hand-written potential in its place (reward.hand_potential)."""
+    if config.reward.hand_potential != "off":
+        return ShapingWrapper(env, gamma=config.gamma, scale=config.reward.shaping_scale,
+                              potential=ProgressLevel(env))  # fmt: skip
     if config.reward.mode == "bonus":
         return BonusWrapper(env, coefficient=config.reward.bonus_coefficient)
     return ShapingWrapper(env, gamma=config.gamma, scale=config.reward.shaping_scale)
@@ -289,7 +294,8 @@ def wrap_train_env(
         env = GoExploreWrapper(
             env, source, restart_every=config.archive_restart_every, known=source.known_here
         )
-    if config.reward.model:  # off until the driver hands over a version (trainer/ppo/shaping.py)
+    if config.reward.model or config.reward.hand_potential != "off":
+        # R_phi is off until the driver hands over a version (trainer/ppo/shaping.py)
         env = reward_model_wrapper(config, env)
     if config.export_every_episodes:
         exporter = process_exporter(config.run, deployment)

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from koholint.env.wrappers.shaping import (
         BonusWrapper,
         Potential,
+        ProgressLevel,
         RewardModelWrapper,
         ShapingWrapper,
     )
@@ -27,7 +28,7 @@ HOMES = {
     "BonusWrapper": "shaping", "CuriosityWrapper": "curiosity",
     "PlannerControlWrapper": "planner", "PositionPublisher": "positions",
     "PositionPublisherWrapper": "positions", "Potential": "shaping",
-    "RewardModelWrapper": "shaping", "SegmentRecorder": "export", "ShapingWrapper": "shaping",
+    "ProgressLevel": "shaping", "RewardModelWrapper": "shaping", "SegmentRecorder": "export", "ShapingWrapper": "shaping",
 }  # fmt: skip
 """each name -> the module of this package that defines it"""
 
@@ -38,6 +39,7 @@ __all__ = [
     "PositionPublisher",
     "PositionPublisherWrapper",
     "Potential",
+    "ProgressLevel",
     "RewardModelWrapper",
     "SegmentRecorder",
     "ShapingWrapper",

@@ -22,6 +22,10 @@ negative (r in (threshold, 0] pays nothing).
 
 Both take a new model at the next reset, never within an episode, and count the steps each
 version touched and the sums of what they added (what the trainer reports).
+
+``ProgressLevel`` is the potential a person writes with what the rules judges know: the
+progress level read from RAM. With it, ``ShapingWrapper`` is the baseline the loop's R_phi
+is compared with on the same knowledge.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import gymnasium as gym
 import numpy as np
 
 from koholint.env.encoding import SLOT_INDEX
+from koholint.env.zelda import ZeldaEnv, progress_level
 
 SHAPING_COMPONENT = "shaping"
 BONUS_COMPONENT = "bonus"
@@ -50,6 +55,27 @@ class Potential(Protocol):
     threshold: float
 
     def __call__(self, observations: np.ndarray) -> np.ndarray: ...
+
+
+class ProgressLevel:
+    """The hand-written potential: ``progress_level`` of the env's state now (items held,
+    puzzles solved, keys, doors opened, the instrument), what the rules judges answer from.
+    ``ShapingWrapper`` calls a potential with the observation the env just returned, which is
+    of that state, so the level is read from the game's RAM rather than from the vector."""
+
+    version = "progress-level"
+    threshold = 0.0
+
+    def __init__(self, env: gym.Env[np.ndarray, Any]) -> None:
+        game = env.unwrapped
+        if not isinstance(game, ZeldaEnv):
+            raise TypeError(f"{type(game).__name__} has no game RAM to read the progress "
+                            "level from: wrap a koholint/Zelda-v1 env")  # fmt: skip
+        self.game: ZeldaEnv = game
+
+    def __call__(self, observations: np.ndarray) -> np.ndarray:
+        level = progress_level(self.game.raw_state, self.game.gameboy.memory)
+        return np.full(len(observations), float(level))
 
 
 EventKey = Callable[[np.ndarray, dict[str, Any]], Hashable]

@@ -73,6 +73,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "labellers": ('["fights"]', ["walks", "fights"], ["walks", "fights"]),
         "rom": ("worlds/a", "worlds/b", "worlds/b"),
         "stall_level_base": ("2.0", "4.0", 4.0),
+        "hand_potential": ("progress", "off", "off"),
     }
     if name in special:
         return special[name]
@@ -225,6 +226,7 @@ def test_the_training_envs_skip_the_structured_state():
         (["--shaping-scale", "0.3"], "reward.shaping_scale", 0.3),
         (["--reward-model", "latest"], "reward.model", "latest"),
         (["--sil-weight", "0.1"], "sil.weight", 0.1),
+        (["--reward-hand-potential", "progress"], "reward.hand_potential", "progress"),
         (["--curriculum-threshold", "0.1"], "curriculum.threshold", 0.1),
         (["--episode-length", "300"], "env.max_episode_steps", 300),
         (["--env-start-state", "null"], "env.start_state", None),
@@ -254,6 +256,8 @@ def test_documented_flags_keep_working(argv: list[str], path: str, value: Any):
         ({"env": {"rom": "/etc/passwd"}}, {}, "env.rom", "the world is the run's own setting: rom"),
         ({"env": {"start_state": "anywhere"}}, {}, "env.start_state", "named state"),
         ({"env": {"bogus": 1}}, {}, "env.bogus", "Extra inputs"),
+        ({"reward": {"hand_potential": "progress", "model": "latest"}}, {}, "reward.hand_potential", "two potentials"),
+        ({"reward": {"hand_potential": "judges"}}, {}, "reward.hand_potential", "'progress'"),
         ({"curriculum": {"threshold": 2}}, {}, "curriculum.threshold", "less than or equal to 1"),
         ({"imitation": {"teachers": ["fights"]}}, {}, "imitation.teachers", "needs imitation.clone_epochs"),
         ({"imitation": {"teachers": ["boxer"], "clone_epochs": 1}}, {}, "imitation.teachers", "choose from fights, walks"),

@@ -157,6 +157,23 @@ def test_the_runs_reward_mode_picks_the_wrapper_and_the_driver_finds_either(mode
     envs.close()
 
 
+def test_the_hand_written_potential_shapes_from_the_first_episode_without_a_model():
+    from trainer.ppo.config import TrainConfig
+    from trainer.ppo.envs import reward_model_wrapper
+
+    config = TrainConfig.load({"reward": {"hand_potential": "progress",
+                                          "shaping_scale": 0.5}}, {})  # fmt: skip
+    envs = make_vector_env(2, wrap=lambda env, index: reward_model_wrapper(config, env),
+                           max_episode_steps=5)  # fmt: skip
+    envs.reset(seed=0)
+    envs.step(np.zeros(2, np.int64))
+    steps, _, _, next_versions = shaping_counts(envs)
+    assert steps == {"progress-level": 2}
+    assert next_versions == ["progress-level"] * 2
+    assert shaping_wrappers(envs)[0].scale == 0.5
+    envs.close()
+
+
 def test_the_sparse_reward_gives_curiosity_an_allowance_and_the_others_do_not():
     from trainer.ppo.config import TrainConfig
     from trainer.ppo.envs import wrap_train_vector

@@ -12,8 +12,9 @@ import numpy as np
 import pytest
 
 from koholint.env.export import ExportQueue, read_segment
-from koholint.env.wrappers import SegmentRecorder, ShapingWrapper
+from koholint.env.wrappers import ProgressLevel, SegmentRecorder, ShapingWrapper
 from koholint.env.zelda import ZeldaEnv
+from koholint.explore.trajectory import exploration_env
 from koholint.reward.model import RewardModelPotential
 from koholint.store import LocalStore
 
@@ -21,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parents[2] / "reward"))
 from reward_versions import random_reward_model
 
 GAMMA = 0.9
+WIN = Path(__file__).parents[5] / "benchmarks/results/win/explore-seed0-short.actions"
 
 
 class TablePotential:
@@ -192,3 +194,33 @@ def test_arguments_are_validated():
         ShapingWrapper(ZeldaEnv(), gamma=0.0)
     with pytest.raises(ValueError, match="scale"):
         ShapingWrapper(ZeldaEnv(), gamma=0.9, scale=float("nan"))
+
+
+def test_the_hand_written_potential_pays_each_progress_level_of_a_won_game():
+    """Phi = scale * the progress level read from RAM: replaying a win, every step's F is
+    scale * the level's rise (gamma 1), read against the env's own structured state."""
+    actions = WIN.read_bytes()
+    game = exploration_env(start_state="start_of_play", frame_skip=4, planner=True,
+                           max_episode_steps=len(actions) + 1)  # fmt: skip
+    env = ShapingWrapper(game, gamma=1.0, scale=0.5, potential=ProgressLevel(game))
+    env.reset(seed=0)
+    level = game.unwrapped.structured_state()["progress"]
+    rises = []
+    for action in actions:
+        _, _, terminated, _, info = env.step(action)
+        if terminated:  # the win: Phi is 0 at the terminal state
+            assert info["reward_components"]["shaping"] == pytest.approx(-0.5 * level)
+            break
+        now = game.unwrapped.structured_state()["progress"]
+        assert info["reward_components"]["shaping"] == pytest.approx(0.5 * (now - level))
+        rises.append(now - level)
+        level = now
+    assert terminated
+    assert sum(rises) >= 4
+    assert env.shaped_steps == {"progress-level": len(rises) + 1}
+    env.close()
+
+
+def test_the_hand_written_potential_needs_the_game():
+    with pytest.raises(TypeError, match="koholint/Zelda-v1"):
+        ProgressLevel(TabularEnv(np.zeros((2, 1), np.int64), np.zeros((2, 1)), 1))
