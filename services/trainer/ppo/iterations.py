@@ -25,7 +25,7 @@ from trainer.ppo.config import TrainConfig
 from trainer.ppo.curve import LearningCurve
 from trainer.ppo.evaluation import PolicyEvaluator
 from trainer.ppo.rllib.warm_start import DaggerRounds
-from trainer.ppo.shaping import ShapingDriver
+from trainer.ppo.shaping import ShapingCounts
 
 OnIteration = Callable[[RunStatus], None]
 
@@ -35,7 +35,7 @@ class IterationLoop:
     steps the run had at its start (a resumed run's), not sampled by this process."""
 
     def __init__(self, algo: Any, config: TrainConfig, status: RunStatus, curve: LearningCurve,
-                 actors: RunActors, checkpoints: Checkpoints, shaping: ShapingDriver | None,
+                 actors: RunActors, checkpoints: Checkpoints, shaping: ShapingCounts | None,
                  resumed_steps: int, evaluator: PolicyEvaluator | None = None,
                  dagger: DaggerRounds | None = None) -> None:  # fmt: skip
         self.algo, self.config, self.status, self.curve = algo, config, status, curve

@@ -28,7 +28,7 @@ from trainer.ppo.preflight import Preflight, preflight
 from trainer.ppo.ray_node import ray_for_run
 from trainer.ppo.rllib.algorithm import build_algorithm
 from trainer.ppo.rllib.warm_start import DaggerRounds, clone_demonstration
-from trainer.ppo.shaping import ShapingDriver
+from trainer.ppo.shaping import ShapingCounts, ShapingDriver
 
 logger = logging.getLogger("trainer.ppo.run")
 
@@ -182,8 +182,10 @@ class TrainingRun:
         self._curve.write_png(run_dir / "learning_curve.png")
         self.status.state = "stopped" if self._stop.is_set() else "finished"
 
-    def _shaping(self, checked: Preflight) -> ShapingDriver | None:
-        """Reward-model shaping's driver side, when a reward model is chosen."""
+    def _shaping(self, checked: Preflight) -> ShapingCounts | None:
+        """Shaping's driver side, when a reward model or a hand-written potential is chosen."""
+        if self.config.reward.hand_potential != "off":
+            return ShapingCounts()
         if not self.config.reward.model:
             return None
         return ShapingDriver(self.config.reward.model, checked.store,

@@ -103,8 +103,29 @@ def gather_counts(algo: Any, report: ShapingReport) -> ShapingReport:
     return report
 
 
-class ShapingDriver:
-    """The driver's loop for shaping: before each iteration, a new version (if any) goes to
+class ShapingCounts:
+    """The driver's side of a potential the envs hold from the start (the hand-written one):
+    after each iteration, the envs' counts come back."""
+
+    def __init__(self) -> None:
+        self.report = ShapingReport()
+
+    def before_iteration(self, algo: Any) -> None:
+        """Nothing to hand over: ``ShapingDriver`` sends new versions here."""
+
+    def after_iteration(self, algo: Any) -> ShapingReport:
+        return gather_counts(algo, self.report)
+
+    def metrics(self) -> dict[str, float]:
+        """For the ledger: steps per version (``shaped_steps.<version>``) and the sums of F."""
+        report = self.report
+        metrics = {f"shaped_steps.{v}": float(n) for v, n in report.steps_by_version.items()}
+        metrics.update(shaping_sum=report.shaping_sum, shaping_abs_sum=report.shaping_abs_sum)
+        return metrics
+
+
+class ShapingDriver(ShapingCounts):
+    """The driver's loop for R_phi: before each iteration, a new version (if any) goes to
     the envs; after it, the envs' counts come back. Never raises for a bad version: the
     source logs and counts it and the previous model stays."""
 
@@ -125,7 +146,7 @@ class ShapingDriver:
         self.source = RewardModelSource(store, choice=choice, bus=bus, group=f"trainer-{run}",
                                         consumer=f"driver-{run}",
                                         expected_encoder=encoder_version(encoding))  # fmt: skip
-        self.report = ShapingReport()
+        super().__init__()
         self._send_failures = 0
 
     def before_iteration(self, algo: Any) -> None:
@@ -147,16 +168,6 @@ class ShapingDriver:
         self.report.version = model.version
         logger.info("reward model %s sent to %d envs (used from their next episode)",
                     model.version, taken, extra={"event": "reward_model_loaded"})  # fmt: skip
-
-    def after_iteration(self, algo: Any) -> ShapingReport:
-        return gather_counts(algo, self.report)
-
-    def metrics(self) -> dict[str, float]:
-        """For the ledger: steps per version (``shaped_steps.<version>``) and the sums of F."""
-        report = self.report
-        metrics = {f"shaped_steps.{v}": float(n) for v, n in report.steps_by_version.items()}
-        metrics.update(shaping_sum=report.shaping_sum, shaping_abs_sum=report.shaping_abs_sum)
-        return metrics
 
 
 def check_reward_model(choice: str, store: ObjectStore, encoding: str = "observation") -> None:
