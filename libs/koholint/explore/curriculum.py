@@ -80,6 +80,8 @@ class CurriculumSource(Protocol):
 
 SUCCESS_WINDOW = 20
 """episodes from the current start its success share is measured over"""
+BUDGET_SLACK = 64
+"""steps an episode may take beyond ``time_factor`` times the demo steps left"""
 
 
 class CurriculumSettings(BaseModel):
@@ -118,7 +120,7 @@ class LocalCurriculum:
         settings: CurriculumSettings | None = None,
         *,
         window: int = SUCCESS_WINDOW,
-        slack: int = 64,
+        slack: int = BUDGET_SLACK,
         max_episode_steps: int = 4096,
     ) -> None:
         if not demo or len(demo) > MAX_DEMO_STATES:

@@ -97,6 +97,10 @@ class Curriculum(CurriculumSettings):
     """the winning actions, one byte each (win.actions from koholint explore)"""
     end_on_death: StrictBool = True
     """an episode ends when Link passes out (he respawns outside the dungeon)"""
+    fit_episodes: StrictBool = True
+    """episodes, and the evaluations', may take time_factor x the trajectory's length + 64
+    steps where env.max_episode_steps allows fewer: a world with a longer route than the
+    recipe's episodes were set for is given the time its curriculum gives its first step"""
 
 
 class SelfImitation(_Group):

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from koholint.explore.curriculum import SUCCESS_WINDOW, LocalCurriculum, Start
+from koholint.explore.curriculum import BUDGET_SLACK, SUCCESS_WINDOW, LocalCurriculum, Start
 from koholint.explore.trajectory import winning_demo
 
 if TYPE_CHECKING:
@@ -45,6 +45,26 @@ def read_trajectory(path: str) -> bytes:
     if max(actions) > 8:
         raise ValueError(f"curriculum trajectory {path}: action {max(actions)} is not in 0..8")
     return actions
+
+
+def fit_episodes(config: TrainConfig) -> TrainConfig:
+    """`config` with episodes as long as its curriculum's first step may take (the
+    curriculum's budget from demo step 0: time_factor x the trajectory's length + 64) where
+    env.max_episode_steps is shorter and ``curriculum.fit_episodes`` is on. The recipe's
+    episode length suits routes of its world; a longer route would leave the policy less
+    time from power-on, in training and in every evaluation, than the demo steps it learns."""
+    settings = config.curriculum
+    if config.phase not in ("robustify", "both") or not settings.fit_episodes:
+        return config
+    length = len(read_trajectory(settings.trajectory))
+    needed = int(settings.time_factor * length) + BUDGET_SLACK
+    if needed <= config.env.max_episode_steps:
+        return config
+    logger.info("episodes of up to %d steps (env.max_episode_steps %d): a %d-step trajectory",
+                needed, config.env.max_episode_steps, length,
+                extra={"event": "episodes_fitted"})  # fmt: skip
+    env = config.env.model_copy(update={"max_episode_steps": needed})
+    return config.model_copy(update={"env": env})
 
 
 def build_curriculum(

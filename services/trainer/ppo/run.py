@@ -19,6 +19,7 @@ from trainer.ledger import checkpoint_owner
 from trainer.ppo.actors import RunActors, archive_actor_name
 from trainer.ppo.checkpoints import Checkpoints
 from trainer.ppo.config import TrainConfig, TrainConfigError
+from trainer.ppo.curriculum import fit_episodes
 from trainer.ppo.curve import LearningCurve
 from trainer.ppo.envs import announce_run_segments, drain_exports
 from trainer.ppo.evaluation import PolicyEvaluator
@@ -154,7 +155,7 @@ class TrainingRun:
     def _train(self, checked: Preflight, run_dir: Path, on_iteration: OnIteration | None) -> None:
         """PPO inside the run's Ray (robustifying when the phase says so), from the start or
         from the checkpoint it resumes."""
-        config = self.config
+        config = self.config = fit_episodes(self.config)
         actors = RunActors.start(config, self.deployment)
         algo = build_algorithm(config, self.deployment, archive_actor_name(config.run))
         checkpoints = Checkpoints(checked.store, config, run_dir, actors)

@@ -13,7 +13,7 @@ from koholint.store import LocalStore
 from trainer.config import Deployment
 from trainer.ledger import RUN_STATE_FILE, CheckpointLedger
 from trainer.ppo.config import Curriculum, TrainConfig, TrainConfigError
-from trainer.ppo.curriculum import build_curriculum, read_trajectory
+from trainer.ppo.curriculum import build_curriculum, fit_episodes, read_trajectory
 from trainer.ppo.run import TrainingRun
 
 WIN_DIRECTORY = Path(__file__).parents[4] / "benchmarks" / "results" / "win"
@@ -109,6 +109,31 @@ def test_the_episode_budget_follows_the_time_factor(tmp_path: Path):
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("length", "overrides", "episode_steps"),
+    [
+        (1_000, {}, 3 * 1_000 + 64),  # a longer route than the recipe's episodes allow
+        (600, {}, 2_048),  # the recipe's episodes already give 3 x 600 + 64
+        (1_000, {"curriculum": {"fit_episodes": False}}, 2_048),
+        (1_000, {"curriculum": {"time_factor": 1.5}}, 2_048),
+    ],
+)
+def test_episodes_are_fitted_to_the_demonstration(tmp_path: Path, length, overrides, episode_steps):
+    path = tmp_path / "win.actions"
+    path.write_bytes(bytes([Action.UP]) * length)
+    layers = {"phase": "robustify", "env": {"max_episode_steps": 2_048}, **overrides}
+    layers["curriculum"] = {"trajectory": str(path), **overrides.get("curriculum", {})}
+    config = TrainConfig.load(layers, {})
+    fitted = fit_episodes(config)
+    assert fitted.env.max_episode_steps == episode_steps
+    assert config.env.max_episode_steps == 2_048  # a copy: the config given is kept
+
+
+def test_a_plain_run_keeps_its_episodes(tmp_path: Path):
+    config = TrainConfig.load({"phase": "train", "env": {"max_episode_steps": 300}}, {})
+    assert fit_episodes(config) is config
+
+
 def test_a_resumed_robustification_goes_on_from_the_checkpoints_start(tmp_path: Path):
     """A real run on the last steps of a committed win (random play wins there about half
     the time, so the start moves); the checkpoint keeps the position, and the resumed run
