@@ -16,11 +16,13 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from koholint.env.encoding import SLOT_INDEX
+from koholint.env.encoding import NPC_TYPES, SLOT_INDEX
 from koholint.env.zelda import EnvConfig, ZeldaEnv
 from koholint.explore.curriculum import DemoState
 from koholint.explore.demo import DemoTransitions
 from koholint.explore.trajectory import winning_demo
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
+from koholint.game.tiles import Metatile
 
 FACINGS = ("right", "left", "up", "down")
 """The observation's facing slots, in the order of hLinkDirection's values."""
@@ -94,6 +96,20 @@ def rooms(observations: np.ndarray) -> list[tuple[int, int, int]]:
 def room_of(observation: np.ndarray) -> tuple[int, int, int]:
     """One observation's room: (indoor, map id, room id)."""
     return rooms(observation[None, :])[0]
+
+
+def walkable_tiles(env: ZeldaEnv) -> list[list[int]]:
+    """The room's objects for the path-finder, with the cell each NPC stands in made a wall:
+    an NPC stands on floor, and a walk through him is Link standing still (a generated
+    world's elder can stand between the start and the room's exit)."""
+    memory = env.gameboy.memory
+    tiles = [list(row) for row in RamReader(memory, banked=env.gameboy.rom.cgb).room_objects()]
+    raw = env.raw_state
+    for slot, status in enumerate(raw.entity_status):
+        if status and raw.entity_type[slot] in NPC_TYPES:
+            column = min(raw.entity_x[slot] // 16, ROOM_WIDTH - 1)
+            tiles[min(raw.entity_y[slot] // 16, ROOM_HEIGHT - 1)][column] = Metatile.WALL
+    return tiles
 
 
 def facing(observation: np.ndarray) -> str:

@@ -42,6 +42,7 @@ from koholint.teachers.base import (
     rooms,
     scripted_episode,
     teach,
+    walkable_tiles,
 )
 
 SWORD_REACH = (0.0, 24.0)
@@ -86,9 +87,9 @@ def fight_step(env: ZeldaEnv, observation: np.ndarray) -> int | None:
                   raw.y + float(observation[SLOT_INDEX["nearest_enemy_dy"]]) * 128)  # fmt: skip
     if max(abs(enemy[0] - here[0]), abs(enemy[1] - here[1])) <= 1:
         return action
-    tiles = RamReader(env.gameboy.memory, banked=env.gameboy.rom.cgb).room_objects()
     try:
-        button = next_step(tiles, (raw.x, raw.y), enemy, tolerance=env.config.frame_skip // 2)
+        button = next_step(walkable_tiles(env), (raw.x, raw.y), enemy,
+                           tolerance=env.config.frame_skip // 2)  # fmt: skip
     except NoPathError:
         return action
     return int(BUTTON_ACTIONS.get(button, action))

@@ -22,7 +22,7 @@ from koholint.env.encoding import SLOT_INDEX
 from koholint.env.zelda import BUTTON_ACTIONS, EnvConfig, ZeldaEnv
 from koholint.explore.demo import DemoTransitions
 from koholint.game.navigation import DIRECTION_BUTTONS, Cell, NoPathError, next_step
-from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH, RamReader
+from koholint.game.ram import ROOM_HEIGHT, ROOM_WIDTH
 from koholint.schemas.env import Action
 from koholint.teachers.base import (
     DONE,
@@ -40,6 +40,7 @@ from koholint.teachers.base import (
     rooms,
     scripted_episode,
     teach,
+    walkable_tiles,
 )
 
 MAX_WALK_STEPS = 160
@@ -111,9 +112,9 @@ def walk_action(env: ZeldaEnv, exit_: Exit) -> int | None:
     raw = env.raw_state
     if (min(raw.x // 16, ROOM_WIDTH - 1), min(raw.y // 16, ROOM_HEIGHT - 1)) == exit_.cell:
         return int(FACING_ACTIONS[exit_.facing])
-    tiles = RamReader(env.gameboy.memory, banked=env.gameboy.rom.cgb).room_objects()
     try:
-        button = next_step(tiles, (raw.x, raw.y), exit_.cell, tolerance=env.config.frame_skip // 2)
+        button = next_step(walkable_tiles(env), (raw.x, raw.y), exit_.cell,
+                           tolerance=env.config.frame_skip // 2)  # fmt: skip
     except NoPathError:
         return None
     return int(BUTTON_ACTIONS.get(button, FACING_ACTIONS[exit_.facing]))

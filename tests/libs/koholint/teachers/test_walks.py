@@ -142,3 +142,41 @@ def test_corrected_walks_need_at_least_one_episode():
     with pytest.raises(ValueError, match="corrected walks"):
         corrected_walks(b"", synthetic_demo([1]), EnvConfig.parse({}),
                         lambda observation, rng: 0, episodes=0)  # fmt: skip
+
+
+MEDIUM_1_DEMO = (Path(__file__).parents[4] / "benchmarks" / "results" / "worlds"
+                 / "phase-two-2026-11-29" / "medium-1-demo.actions")  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def medium_1_first_walk(tmp_path_factory):
+    """Generated world medium 1 as the default world: its demonstration's start, where the
+    elder stands between Link and the first room's exit, and that exit."""
+    from koholint.game.rom import bundled_cartridge, playing
+    from koholint.game.worldgen import generate, write_world
+    from koholint.teachers.base import healed_states
+
+    folder = tmp_path_factory.mktemp("worlds") / "medium-1"
+    write_world(generate(1, "medium"), bundled_cartridge().read_bytes(), folder)
+    with playing(folder):
+        actions = MEDIUM_1_DEMO.read_bytes()
+        config = EnvConfig.parse({"sticky_action_probability": 0.0, "reward_mode": "progress"})
+        first = demo_exits(demo_transitions(actions, config))[0]
+        (start,) = healed_states(actions, config, [0], 8)
+        yield start.state, first, config
+
+
+def test_the_walker_goes_around_the_elder(medium_1_first_walk, monkeypatch):
+    """Real PyBoy on medium 1: the path-finder's steps with the elder's cell a wall leave
+    the first room; through his cell (the tiles alone) Link presses into him and stays."""
+    from koholint.game.ram import RamReader
+    from koholint.teachers import walks
+
+    state, first, config = medium_1_first_walk
+    assert first.room == (0, 0, 19)
+    assert all(walks._walk(state, first, config, seed) is not None for seed in range(2))
+    tiles_only = lambda env: RamReader(
+        env.gameboy.memory, banked=env.gameboy.rom.cgb
+    ).room_objects()  # noqa: E731
+    monkeypatch.setattr(walks, "walkable_tiles", tiles_only)
+    assert not any(walks._walk(state, first, config, seed) is not None for seed in range(2))
