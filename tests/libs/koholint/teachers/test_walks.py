@@ -175,6 +175,7 @@ def test_the_walker_goes_around_the_elder(medium_1_first_walk, monkeypatch):
     state, first, config = medium_1_first_walk
     assert first.room == (0, 0, 19)
     assert all(walks._walk(state, first, config, seed) is not None for seed in range(2))
+
     def tiles_only(env):
         return RamReader(env.gameboy.memory, banked=env.gameboy.rom.cgb).room_objects()
 
