@@ -84,6 +84,11 @@ BUDGET_SLACK = 64
 """steps an episode may take beyond ``time_factor`` times the demo steps left"""
 
 
+def episode_budget(time_factor: float, steps_left: int, slack: int = BUDGET_SLACK) -> int:
+    """Steps an episode may take to the win with `steps_left` demo steps ahead of its start."""
+    return int(time_factor * steps_left) + slack
+
+
 class CurriculumSettings(BaseModel):
     """How the curriculum moves, declared once (the trainer's `curriculum` settings extend it)."""
 
@@ -165,7 +170,7 @@ class LocalCurriculum:
 
     def _budget(self, start: int) -> int:
         """Steps an episode from demo step `start` may take to the win."""
-        wanted = int(self.time_factor * (self.demo_length - start)) + self.slack
+        wanted = episode_budget(self.time_factor, self.demo_length - start, self.slack)
         return min(wanted, self.max_episode_steps)
 
     def report(self, step: int, won: bool) -> None:

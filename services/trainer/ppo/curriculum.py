@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import ray
 
-from koholint.explore.curriculum import BUDGET_SLACK, SUCCESS_WINDOW, LocalCurriculum, Start
+from koholint.explore.curriculum import SUCCESS_WINDOW, LocalCurriculum, Start, episode_budget
 from koholint.explore.trajectory import winning_demo
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ def fit_episodes(config: TrainConfig) -> TrainConfig:
     if config.phase not in ("robustify", "both") or not settings.fit_episodes:
         return config
     length = len(read_trajectory(settings.trajectory))
-    needed = int(settings.time_factor * length) + BUDGET_SLACK
+    needed = episode_budget(settings.time_factor, length)
     if needed <= config.env.max_episode_steps:
         return config
     logger.info("episodes of up to %d steps (env.max_episode_steps %d): a %d-step trajectory",
