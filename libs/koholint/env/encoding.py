@@ -26,7 +26,15 @@ from typing import Any, NamedTuple, get_args
 
 import numpy as np
 
-from koholint.game.ram import ENEMY_TYPES, ROOM_FLAG_TABLES, EntityType
+from koholint.game.ram import (
+    ENEMY_TYPES,
+    ROOM_FLAG_TABLES,
+    ROOM_HEIGHT,
+    ROOM_OBJECTS_STRIDE,
+    ROOM_WIDTH,
+    EntityType,
+    RamAddress,
+)
 from koholint.game.state import RawState
 from koholint.game.tiles import PICKUPS, SOLID, STAIRS, Metatile
 from koholint.schemas.env import Encoding
@@ -36,6 +44,8 @@ ENTITY_BASE = 64
 ENTITY_FEATURES = 4
 
 NPC_TYPES = frozenset({EntityType.ELDER, EntityType.SHOPKEEPER})
+_LINK_X, _LINK_Y = int(RamAddress.LINK_X), int(RamAddress.LINK_Y)
+_ROOM_OBJECTS = int(RamAddress.ROOM_OBJECTS)
 
 
 class Slot(NamedTuple):
@@ -257,9 +267,56 @@ def flag_slots(memory: Any) -> np.ndarray:
     return slots
 
 
+LOCAL_RADIUS = 3
+"""tiles the ``local`` view reaches from Link's on each side: a 7 x 7 window"""
+_LOCAL_OFFSETS = [
+    (dx, dy)
+    for dy in range(-LOCAL_RADIUS, LOCAL_RADIUS + 1)
+    for dx in range(-LOCAL_RADIUS, LOCAL_RADIUS + 1)
+    if (dx, dy) != (0, 0)
+]
+LOCAL_SLOTS: tuple[Slot, ...] = tuple(
+    [
+        Slot(OBSERVATION_SIZE + index, f"local_solid_{dx:+d}_{dy:+d}",
+             f"wRoomObjects D711 at Link's tile + ({dx}, {dy}) is solid; outside the room counts",
+             "0 or 1")
+        for index, (dx, dy) in enumerate(_LOCAL_OFFSETS)
+    ]
+    + [
+        Slot(OBSERVATION_SIZE + len(_LOCAL_OFFSETS), "local_offset_x",
+             "hLinkPositionX FF98 & 15 (where in its tile Link stands)", "/15"),
+        Slot(OBSERVATION_SIZE + len(_LOCAL_OFFSETS) + 1, "local_offset_y",
+             "hLinkPositionY FF99 & 15", "/15"),
+    ]
+)  # fmt: skip
+"""The ``local`` encoding's extra slots: the room's walls around Link, wherever he stands.
+The frame's slots place Link by room id and pixels, so a policy learns each room's gaps
+as a map of its own; a window centred on Link shows a gap in the wall beside him the same
+way in every room and every world."""
+LOCAL_SIZE = len(LOCAL_SLOTS)
+_ROOM_TILES = ROOM_HEIGHT * ROOM_OBJECTS_STRIDE
+_SOLID_BYTE = np.array([1.0 if tile in SOLID else 0.0 for tile in range(256)], np.float32)
+
+
+def local_slots(memory: Any) -> np.ndarray:
+    """``LOCAL_SLOTS`` read from the emulator's memory (anything sliced by address): the
+    solidity of the 7 x 7 tiles around Link's (his own left out), then his offset in it."""
+    x, y = memory[_LINK_X], memory[_LINK_Y]
+    rows = np.frombuffer(bytes(memory[_ROOM_OBJECTS : _ROOM_OBJECTS + _ROOM_TILES]), np.uint8)
+    room = _SOLID_BYTE[rows.reshape(ROOM_HEIGHT, ROOM_OBJECTS_STRIDE)[:, :ROOM_WIDTH]]
+    padded = np.pad(room, LOCAL_RADIUS, constant_values=1.0)
+    tile_x, tile_y = min(x >> 4, ROOM_WIDTH - 1), min(y >> 4, ROOM_HEIGHT - 1)
+    window = padded[tile_y : tile_y + 2 * LOCAL_RADIUS + 1, tile_x : tile_x + 2 * LOCAL_RADIUS + 1]
+    flat = window.reshape(-1)
+    centre = LOCAL_RADIUS * (2 * LOCAL_RADIUS + 1) + LOCAL_RADIUS
+    offsets = np.array(((x & 15) / 15, (y & 15) / 15), np.float32)
+    return np.concatenate((flat[:centre], flat[centre + 1 :], offsets))
+
+
 _EXTRA: dict[str, tuple[tuple[Slot, ...], Callable[[Any], np.ndarray]]] = {
     "memory": (MEMORY_SLOTS, memory_slots),
     "flags": (FLAG_SLOTS, flag_slots),
+    "local": (LOCAL_SLOTS, local_slots),
 }
 """Each encoding beyond the frame's: the slots it appends and how they are read from memory."""
 

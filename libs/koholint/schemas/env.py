@@ -48,11 +48,12 @@ class Action(IntEnum):
     SELECT = 8
 
 
-Encoding = Literal["observation", "memory", "flags"]
+Encoding = Literal["observation", "memory", "flags", "local"]
 """The observation vector (``koholint.env.encoding``): ``observation``, the 128 slots of one
 frame; ``memory``, those and 16 counts of the rooms' flags (what the game remembers across
 rooms: visited, a puzzle solved, a door opened, a key taken); ``flags``, those and 14 counts
-of the rooms' event flags (the visited bit left out)."""
+of the rooms' event flags (the visited bit left out); ``local``, those and the walls of the
+7 x 7 tiles around Link with his place in his tile (50 slots)."""
 
 RewardMode = Literal["sparse", "progress", "progress+coverage"]
 """Which reward components count: the win only, progress events, progress and coverage."""
@@ -134,7 +135,8 @@ class EnvSettings(BaseModel):
     """the vector the agent sees: 'observation' (128 slots of one frame), 'memory' (those
     and 16 counts of the rooms' flags) or 'flags' (those and 14 counts of the rooms' event
     flags, visits left out): with either, a room crossed before and after a puzzle is solved
-    looks different"""
+    looks different; 'local' (those 128 and the walls of the 7 x 7 tiles around Link, with
+    his place in his tile: a gap beside him looks the same in every room)"""
 
 
 class WorldSetting(BaseModel):

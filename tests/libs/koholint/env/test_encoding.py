@@ -9,6 +9,8 @@ from koholint.env.encoding import (
     EVENT_BITS,
     FLAG_SLOTS,
     FLAGS_SIZE,
+    LOCAL_SIZE,
+    LOCAL_SLOTS,
     MEMORY_SIZE,
     MEMORY_SLOTS,
     OBSERVATION_SIZE,
@@ -23,6 +25,7 @@ from koholint.game.emulator import GameBoy
 from koholint.game.ram import RamAddress as R
 from koholint.game.state import RawState
 from koholint.game.states import load_named_state
+from koholint.game.tiles import SOLID as SOLID_TILES
 
 # start_of_play: the village, Link at (72, 88) = tile (4, 5) facing up, the elder in slot 0.
 LINK_TILE = (4, 5)
@@ -168,11 +171,40 @@ def test_the_memory_encoding_counts_the_rooms_carrying_each_flag(base_state):
     assert encoding_size("flags") == OBSERVATION_SIZE + FLAGS_SIZE == len(SLOTS + FLAG_SLOTS)
 
 
+def local_view(gameboy: GameBoy) -> dict[str, float]:
+    values = encoder("local")(RawState(gameboy.memory))[OBSERVATION_SIZE:]
+    return {slot.name: float(values[slot.position - OBSERVATION_SIZE]) for slot in LOCAL_SLOTS}
+
+
+def test_the_local_encoding_shows_the_walls_around_link_wherever_he_stands(base_state):
+    # start_of_play's village: Link at (72, 88), tile (4, 5); row 7 is the room's south wall.
+    with GameBoy() as gameboy:
+        gameboy.load_state(base_state)
+        view = local_view(gameboy)
+        assert view["local_solid_+0_+2"] == 1.0  # the wall two tiles below
+        assert view["local_solid_+0_+3"] == 1.0  # below the room counts as solid
+        assert view["local_solid_+0_-1"] == 0.0
+        assert (view["local_offset_x"], view["local_offset_y"]) == pytest.approx((8 / 15, 8 / 15))
+        gameboy.memory[R.ROOM_OBJECTS + (4 << 4) + 6] = min(SOLID_TILES)  # a rock 2 right, 1 up
+        assert local_view(gameboy)["local_solid_+2_-1"] == 1.0
+        gameboy.memory[R.LINK_X], gameboy.memory[R.LINK_Y] = 3, 40  # the west edge, tile (0, 2)
+        view = local_view(gameboy)
+        assert view["local_solid_-1_+0"] == view["local_solid_-3_-3"] == 1.0  # outside
+        assert view["local_offset_x"] == pytest.approx(3 / 15)
+        gameboy.memory[R.LINK_X] = 250  # leaving the room: clipped to the last column
+        assert len(encoder("local")(RawState(gameboy.memory))) == encoding_size("local")
+    assert encoding_size("local") == OBSERVATION_SIZE + LOCAL_SIZE == OBSERVATION_SIZE + 50
+    assert [slot.position for slot in LOCAL_SLOTS] == list(
+        range(OBSERVATION_SIZE, OBSERVATION_SIZE + LOCAL_SIZE)
+    )
+
+
 def test_each_encoding_has_its_own_version_and_a_wrong_name_names_the_choices():
     assert encoder_version() == encoder_version("observation")
     assert encoder_version("observation").startswith(f"obs{OBSERVATION_SIZE}-")
     assert encoder_version("memory").startswith(f"obs{OBSERVATION_SIZE + MEMORY_SIZE}-")
     assert encoder_version("flags").startswith(f"obs{OBSERVATION_SIZE + FLAGS_SIZE}-")
+    assert encoder_version("local").startswith(f"obs{OBSERVATION_SIZE + LOCAL_SIZE}-")
     assert encoder("observation") is encode
     with pytest.raises(ValueError, match="use one of observation, memory"):
         encoder("pixels")

@@ -96,6 +96,7 @@ def rollout(fast: bool, steps: int, **settings: Any) -> list[tuple]:
         {"reward_mode": "sparse", "start_state": "dungeon_entrance", "max_episode_steps": 500},
         {"observation": "memory", "max_episode_steps": 400},
         {"observation": "flags", "max_episode_steps": 400},
+        {"observation": "local", "max_episode_steps": 400},
     ],
 )
 def test_random_rollouts_are_identical_on_both_paths(settings):
