@@ -6,7 +6,9 @@ given a ``Lesson``, it returns a ``TaughtReport``):
 
 - ``fights`` — the scripted fighter's clean fights from the demonstration's fight states;
 - ``walks`` — the path-finder's clean walks to each room's exit, and its labels on the
-  states a policy reaches walking from the same starts (DAgger).
+  states a policy reaches walking from the same starts (DAgger);
+- ``chests`` — the path-finder's walks to each chest the demonstration opens, up against
+  it and A, and its labels on the states a policy reaches there (DAgger).
 
 The shortening (``shorten``) edits the winning trajectory itself before it is learned: loops
 and idle runs cut, the path-finder's shortcuts (``shortcuts``) and errands first
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 TEACHERS: dict[str, str] = {
     "fights": "koholint.teachers.fights",
     "walks": "koholint.teachers.walks",
+    "chests": "koholint.teachers.chests",
 }
 """Each teacher's name and the module whose ``TEACHER`` it is (loaded on first use: the
 names are read by settings that must not start an emulator import)."""

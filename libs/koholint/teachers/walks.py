@@ -92,7 +92,7 @@ def walk_steps(demo: DemoTransitions, every: int) -> list[tuple[int, Exit]]:
     observations = demo.observations
     progress = [tuple(row) for row in np.rint(
         observations[:, [SLOT_INDEX[slot] for slot in PROGRESS_SLOTS]] * 255).astype(int).tolist()]  # fmt: skip
-    free = _free(observations)
+    free = free_to_move(observations)
     exits = demo_exits(demo)
     later = {(e.room, progress[e.last]): index for index, e in enumerate(exits)}
     chosen: list[tuple[int, Exit]] = []
@@ -180,13 +180,13 @@ def _walk_label(exit_: Exit) -> Label:
         room = room_of(observation)
         if room != exit_.room:
             return DONE if room == exit_.to else LOST
-        free = _free(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
+        free = free_to_move(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
         return walk_action(env, exit_) if free else None
 
     return label
 
 
-def _free(observations: np.ndarray) -> np.ndarray:
+def free_to_move(observations: np.ndarray) -> np.ndarray:
     """Per observation (any leading shape): Link moves as the buttons say, no scroll or
     dialog."""
     return ((observations[..., SLOT_INDEX["motion_normal"]] > 0.5)

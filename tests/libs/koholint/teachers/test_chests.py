@@ -1,0 +1,78 @@
+"""The path-finder that walks to the chest the demonstration opens and opens it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
+from koholint.env.zelda import EnvConfig
+from koholint.explore.demo import DemoTransitions, demo_transitions
+from koholint.schemas.env import Action
+from koholint.teachers.chests import (
+    Opening,
+    chest_steps,
+    chest_transitions,
+    corrected_chests,
+    demo_openings,
+)
+
+WIN = Path(__file__).parents[4] / "benchmarks" / "results" / "win" / "explore-seed0-short.actions"
+SWORD_ROOM = (0, 0, 32)  # the cartridge's overworld 0x20, the sword's chest
+
+
+def synthetic_demo(rooms: list[int], opened: list[int]) -> DemoTransitions:
+    """A demo through `rooms` (one room id a step), the room's chest bit as `opened` says,
+    Link free to move."""
+    obs = np.zeros((len(rooms), OBSERVATION_SIZE), np.float32)
+    obs[:, SLOT_INDEX["room_id"]] = np.array(rooms) / 255
+    obs[:, SLOT_INDEX["motion_normal"]] = 1.0
+    obs[:, SLOT_INDEX["room_flag_4"]] = np.array(opened, np.float32)
+    return DemoTransitions(obs, np.zeros(len(rooms), np.int64), np.zeros(len(rooms), np.float32))
+
+
+def test_walks_to_a_chest_start_in_its_room_before_it_opens():
+    # room 1, then room 2 whose chest opens at step 9, then room 3 (its chest bit was set
+    # before: entering a room with an open chest is no opening)
+    rooms = [1] * 4 + [2] * 8 + [3] * 4
+    opened = [0] * 4 + [0] * 5 + [1] * 3 + [1] * 4
+    demo = synthetic_demo(rooms, opened)
+    demo.observations[6, SLOT_INDEX["dialog_open"]] = 1.0
+    assert demo_openings(demo) == [Opening((0, 0, 2), 9)]
+    assert [step for step, _ in chest_steps(demo, every=2)] == [4, 8]  # 6: a dialog
+
+
+def test_a_chest_walk_needs_at_least_one_episode():
+    demo = synthetic_demo([1, 1], [0, 1])
+    with pytest.raises(ValueError, match="episodes 0"):
+        chest_transitions(b"\x00", demo, EnvConfig(), episodes=0)
+    with pytest.raises(ValueError, match="corrected walks"):
+        corrected_chests(b"", demo, EnvConfig(), lambda observation, rng: 0, episodes=0)
+
+
+def test_the_path_finder_opens_the_swords_chest_from_each_state_before_it():
+    """Real PyBoy on a committed win, sticky actions on: every walk from the sword room's
+    states before the chest opens ends with it open, its last taught step A; a policy that
+    only presses LEFT never opens it and is labelled with the path-finder's steps."""
+    actions = WIN.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25, "reward_mode": "progress"})
+    demo = demo_transitions(actions, config)
+    (opening,) = demo_openings(demo)
+    assert opening.room == SWORD_ROOM
+    report = chest_transitions(actions, demo, config, episodes=2)
+    assert report.starts >= 3  # 5 when written
+    assert report.clean == report.episodes
+    taught = report.transitions
+    assert taught.observations.shape == (len(taught.actions), OBSERVATION_SIZE)
+    assert (taught.actions == Action.A).sum() >= report.clean
+    assert set(taught.actions.tolist()) <= {Action.UP, Action.DOWN, Action.LEFT, Action.RIGHT,
+                                            Action.A}  # fmt: skip
+    left = corrected_chests(actions, demo, config, lambda observation, rng: int(Action.LEFT),
+                            episodes=1)  # fmt: skip
+    assert left.clean == 0
+    assert left.episodes == report.starts
+    labels = left.transitions.actions.tolist()
+    assert len(labels) >= left.episodes
+    assert sum(label != Action.LEFT for label in labels) > len(labels) / 4
