@@ -1,5 +1,6 @@
 """Walking the cartridge's rooms: metatile ids, walkability, shortest paths, steering, and
-the way to what a room holds (its chest, its stairs down, a key on the floor).
+the way to what a room holds (its chest, its locked door, its stairs down, a key on the
+floor).
 
 Metatile ids are the cartridge's (``cartridge/tools/gfx.py``), read from wRoomObjects.
 Used by the walkthrough recorder, the explorer baseline and the scripted teachers.
@@ -158,6 +159,39 @@ def chest_step(
     if button != Button.NONE:
         return button
     return Button.A if direction == FACING["up"] else Button.UP
+
+
+def edge_side(cell: Cell) -> str | None:
+    """The side of the room whose edge `cell` lies on (None inside the room)."""
+    x, y = cell
+    if y in (0, ROOM_HEIGHT - 1):
+        return "up" if y == 0 else "down"
+    if x in (0, ROOM_WIDTH - 1):
+        return "left" if x == 0 else "right"
+    return None
+
+
+def door_step(tiles: Sequence[Sequence[int]], position: Cell, tolerance: int = 0) -> Button | None:
+    """The button that opens the room's locked door from pixel `position`: toward the cell
+    inside it, centred on it, then into the door (a key opens it as Link walks into it);
+    None without a locked door on the room's edge or a path to it."""
+    doors = cells_of(tiles, Metatile.LOCKED_DOOR)
+    if not doors:
+        return None
+    side = edge_side(doors[0])
+    if side is None:
+        return None
+    x, y = doors[0]
+    inside = (x - STEPS[side][0], y - STEPS[side][1])
+    try:
+        if (position[0] // 16, position[1] // 16) != inside:
+            button = next_step(tiles, position, inside, tolerance=tolerance)
+        else:
+            centre = (tile_center(inside[0]), tile_center(inside[1]))
+            button = steer(position, centre, "y" if side in ("up", "down") else "x", tolerance)
+    except NoPathError:
+        return None
+    return DIRECTION_BUTTONS[side] if button == Button.NONE else button
 
 
 def stairs_step(

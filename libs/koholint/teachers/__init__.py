@@ -7,8 +7,9 @@ given a ``Lesson``, it returns a ``TaughtReport``):
 - ``fights`` — the scripted fighter's clean fights from the demonstration's fight states;
 - ``walks`` — the path-finder's clean walks to each room's exit, and its labels on the
   states a policy reaches walking from the same starts (DAgger);
-- ``chests`` — the path-finder's walks to each chest the demonstration opens, up against
-  it and A, and its labels on the states a policy reaches there (DAgger).
+- ``chests`` and ``doors`` — the path-finder's walks to each chest or locked door the
+  demonstration opens and the press that opens it, and its labels on the states a policy
+  reaches there (DAgger).
 
 The shortening (``shorten``) edits the winning trajectory itself before it is learned: loops
 and idle runs cut, the path-finder's shortcuts (``shortcuts``) and errands first
@@ -30,17 +31,19 @@ if TYPE_CHECKING:
 TEACHERS: dict[str, str] = {
     "fights": "koholint.teachers.fights",
     "walks": "koholint.teachers.walks",
-    "chests": "koholint.teachers.chests",
+    "chests": "koholint.teachers.openings:CHESTS",
+    "doors": "koholint.teachers.openings:DOORS",
 }
-"""Each teacher's name and the module whose ``TEACHER`` it is (loaded on first use: the
-names are read by settings that must not start an emulator import)."""
+"""Each teacher's name and the module whose ``TEACHER`` it is, or ``module:NAME`` (loaded
+on first use: the names are read by settings that must not start an emulator import)."""
 
 
 def teacher(name: str) -> Teacher:
     """The teacher called `name`; a ValueError lists the names there are."""
     if name not in TEACHERS:
         raise ValueError(f"teacher {name!r} is unknown; use one of {', '.join(TEACHERS)}")
-    found: Teacher = import_module(TEACHERS[name]).TEACHER
+    module, _, attribute = TEACHERS[name].partition(":")
+    found: Teacher = getattr(import_module(module), attribute or "TEACHER")
     return found
 
 

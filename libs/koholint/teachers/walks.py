@@ -90,8 +90,7 @@ def walk_steps(demo: DemoTransitions, every: int) -> list[tuple[int, Exit]]:
     room visit whose progress is already the exit's, where Link is free to move, and only
     in the last visit of a room with that progress (an earlier one was a detour)."""
     observations = demo.observations
-    progress = [tuple(row) for row in np.rint(
-        observations[:, [SLOT_INDEX[slot] for slot in PROGRESS_SLOTS]] * 255).astype(int).tolist()]  # fmt: skip
+    progress = progress_marks(observations)
     free = free_to_move(observations)
     exits = demo_exits(demo)
     later = {(e.room, progress[e.last]): index for index, e in enumerate(exits)}
@@ -104,6 +103,12 @@ def walk_steps(demo: DemoTransitions, every: int) -> list[tuple[int, Exit]]:
                           and progress[step] == progress[exit_.last])  # fmt: skip
         entered = exit_.last + 1
     return chosen
+
+
+def progress_marks(observations: np.ndarray) -> list[tuple[int, ...]]:
+    """Per observation, what a room's business changes (``PROGRESS_SLOTS``), as integers."""
+    columns = [SLOT_INDEX[slot] for slot in PROGRESS_SLOTS]
+    return [tuple(row) for row in np.rint(observations[:, columns] * 255).astype(int).tolist()]
 
 
 def walk_action(env: ZeldaEnv, exit_: Exit) -> int | None:

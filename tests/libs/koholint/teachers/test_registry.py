@@ -22,9 +22,9 @@ def test_every_registered_teacher_follows_the_protocol(name: str):
     assert typed is found
 
 
-def test_the_fighter_the_walker_and_the_chest_opener_label_a_policys_states():
+def test_the_fighter_the_walker_and_the_openers_label_a_policys_states():
     labellers = {name for name in TEACHERS if isinstance(teacher(name), Labeller)}
-    assert labellers == {"fights", "walks", "chests"}
+    assert labellers == {"fights", "walks", "chests", "doors"}
 
 
 def test_an_unknown_teacher_is_refused_with_the_names():
