@@ -29,6 +29,8 @@ from koholint.schemas.fields import JsonInt
 from koholint.teachers import TEACHERS, teacher
 from koholint.teachers.base import Labeller
 
+TEACHER_NAMES = ", ".join(TEACHERS)
+
 if TYPE_CHECKING:
     from koholint.env.zelda import EnvConfig
     from koholint.teachers.base import Lesson, Policy, TaughtReport
@@ -43,15 +45,15 @@ class ImitationSettings(BaseModel):
     """behaviour cloning of the winning trajectory into the policy before PPO: passes over
     its steps and the teachers' (0 = off)"""
     teachers: list[str] = Field(default_factory=list, max_length=len(TEACHERS))
-    """scripted teachers (koholint.teachers: fights, walks) whose clean episodes from the
-    trajectory's states are cloned with it"""
+    """scripted teachers (koholint.teachers: fights, walks, chests, doors) whose clean
+    episodes from the trajectory's states are cloned with it"""
     teacher_episodes: JsonInt = Field(2, ge=1, le=64)
     """episodes each teacher plays from each of its starts (and each DAgger round's policy)"""
     corrections: JsonInt = Field(0, ge=0, le=8)
     """rounds of DAgger after the cloning, labelled by the labellers; 0 = off"""
     labellers: list[str] = Field(default_factory=list, max_length=len(TEACHERS))
     """the listed teachers whose labels on the cloned policy's own states each DAgger round
-    fits (fights, walks)"""
+    fits (fights, walks, chests, doors)"""
     correct_every_env_steps: JsonInt = Field(0, ge=0, le=10**10)
     """during PPO, a DAgger round on the policy as it is then after the first iteration
     past each multiple of this many env steps (0 = only the rounds before PPO)"""
@@ -75,7 +77,7 @@ class ImitationSettings(BaseModel):
                               f"recipe's 400) or leave {name} out")  # fmt: skip
         if self.correct_every_env_steps and not self.labellers:
             return "correct_every_env_steps", (
-                "imitation.correct_every_env_steps needs imitation.labellers (fights, walks) "
+                f"imitation.correct_every_env_steps needs imitation.labellers ({TEACHER_NAMES}) "
                 "and clone_epochs: its rounds are labelled by them and fitted as the cloning is"
             )
         if self.correct_every_env_steps and not self.clone_epochs:
@@ -86,7 +88,7 @@ class ImitationSettings(BaseModel):
         if self.corrections and not self.labellers:
             return "corrections", ("imitation.corrections needs imitation.labellers: the "
                                    "teachers that label the policy's states in each round "
-                                   "(fights, walks)")  # fmt: skip
+                                   f"({TEACHER_NAMES})")  # fmt: skip
         unlisted = [name for name in self.labellers if name not in self.teachers]
         if unlisted:
             return "labellers", (f"imitation.labellers {unlisted} are not in imitation.teachers: "
