@@ -147,18 +147,24 @@ def chest_step(
     chests = cells_of(tiles, Metatile.CHEST)
     if not chests:
         return None
-    below = (chests[0][0], chests[0][1] + 1)
-    try:
-        if (position[0] // 16, position[1] // 16) != below:
-            button = next_step(tiles, position, below, tolerance=tolerance)
-        else:
-            centre = (tile_center(below[0]), tile_center(below[1]))
-            button = steer(position, centre, "y", tolerance=tolerance)
-    except NoPathError:
-        return None
+    button = _approach(tiles, position, (chests[0][0], chests[0][1] + 1), "y", tolerance)
     if button != Button.NONE:
         return button
     return Button.A if direction == FACING["up"] else Button.UP
+
+
+def _approach(
+    tiles: Sequence[Sequence[int]], position: Cell, cell: Cell, axis: str, tolerance: int
+) -> Button | None:
+    """The button toward `cell`, then to its centre moving along `axis` (Button.NONE there);
+    None when no walkable path leads there."""
+    try:
+        if (position[0] // 16, position[1] // 16) != cell:
+            return next_step(tiles, position, cell, tolerance=tolerance)
+        centre = (tile_center(cell[0]), tile_center(cell[1]))
+        return steer(position, centre, axis, tolerance=tolerance)
+    except NoPathError:
+        return None
 
 
 def edge_side(cell: Cell) -> str | None:
@@ -183,14 +189,8 @@ def door_step(tiles: Sequence[Sequence[int]], position: Cell, tolerance: int = 0
         return None
     x, y = doors[0]
     inside = (x - STEPS[side][0], y - STEPS[side][1])
-    try:
-        if (position[0] // 16, position[1] // 16) != inside:
-            button = next_step(tiles, position, inside, tolerance=tolerance)
-        else:
-            centre = (tile_center(inside[0]), tile_center(inside[1]))
-            button = steer(position, centre, "y" if side in ("up", "down") else "x", tolerance)
-    except NoPathError:
-        return None
+    axis = "y" if side in ("up", "down") else "x"
+    button = _approach(tiles, position, inside, axis, tolerance)
     return DIRECTION_BUTTONS[side] if button == Button.NONE else button
 
 

@@ -57,9 +57,7 @@ class Opener:
     button: Callable[[list[list[int]], tuple[int, int], int, int], Button | None]
 
 
-CHEST = Opener("chest", SLOT_INDEX["room_flag_4"],
-               lambda tiles, position, direction, tolerance:
-               chest_step(tiles, position, direction, tolerance))  # fmt: skip
+CHEST = Opener("chest", SLOT_INDEX["room_flag_4"], chest_step)
 """The room's chest: bit 4 set once open; below it, up against it, then A."""
 DOOR = Opener("locked door", SLOT_INDEX["room_flag_2"],
               lambda tiles, position, direction, tolerance: door_step(tiles, position, tolerance))  # fmt: skip
