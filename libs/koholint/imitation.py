@@ -8,7 +8,10 @@
   one every ``correct_every_env_steps`` during PPO on the policy as PPO has made it: the
   cloned policy plays from the labellers' starts (``labellers``: the fighter, the walker),
   each marks every state it reaches from its own starts with its own step there, and the
-  cloning goes on over everything so far (``labeller``).
+  cloning goes on over everything so far (``labeller``). With ``route_episodes``, each round
+  during PPO the policy also plays from the curriculum's start across the next rooms of the
+  route, and the walker labels the states it reaches there
+  (``koholint.teachers.walks.corrected_route``).
 - **SIL** (self-imitation learning). During PPO, a loss toward the best segments' actions;
   the winning trajectory is pinned among them (the trainer's ``sil`` settings).
 
@@ -57,6 +60,10 @@ class ImitationSettings(BaseModel):
     correct_every_env_steps: JsonInt = Field(0, ge=0, le=10**10)
     """during PPO, a DAgger round on the policy as it is then after the first iteration
     past each multiple of this many env steps (0 = only the rounds before PPO)"""
+    route_episodes: JsonInt = Field(0, ge=0, le=256)
+    """in each DAgger round during PPO, episodes the policy plays from the curriculum's start
+    across the route's next 4 rooms, every state it reaches labelled by the walker (walks)
+    with its step to where the demonstration leaves that room (0 = off)"""
 
     @field_validator("teachers", "labellers")
     @classmethod
@@ -84,6 +91,12 @@ class ImitationSettings(BaseModel):
             return "correct_every_env_steps", (
                 "imitation.correct_every_env_steps needs imitation.clone_epochs: its rounds "
                 "go on with the warm start's cloning"
+            )
+        if self.route_episodes and not (self.correct_every_env_steps and "walks" in self.labellers):
+            return "route_episodes", (
+                "imitation.route_episodes labels in DAgger's rounds during PPO with the walker: "
+                "set imitation.correct_every_env_steps and list walks in imitation.labellers "
+                "(and teachers), or leave route_episodes at 0"
             )
         if self.corrections and not self.labellers:
             return "corrections", ("imitation.corrections needs imitation.labellers: the "
@@ -134,17 +147,29 @@ def lessons(settings: ImitationSettings, given: Lesson) -> Lessons:
     return Lessons(observations, targets, len(given.demo.actions), taught)
 
 
-def labeller(
-    settings: ImitationSettings, given: Lesson
-) -> Callable[[Policy], dict[str, TaughtReport]] | None:
+Correct = Callable[..., "dict[str, TaughtReport]"]
+"""One DAgger round's labels for a policy (and, during PPO, the curriculum's start)."""
+
+
+def labeller(settings: ImitationSettings, given: Lesson) -> Correct | None:
     """One DAgger round's labels for a policy: each labeller's, on the states the policy
-    reaches from its starts; None when no teacher labels."""
+    reaches from its starts, and with a curriculum's start (`route`, a demo step) and
+    ``route_episodes``, the walker's on its states from there (``route``); None when no
+    teacher labels."""
     if not settings.labellers:
         return None
     labellers = {name: teacher(name) for name in settings.labellers}
 
-    def correct(act: Policy) -> dict[str, TaughtReport]:
-        return {name: found.correct(given, act)  # type: ignore[attr-defined]
-                for name, found in labellers.items()}  # fmt: skip
+    def correct(act: Policy, route: int | None = None) -> dict[str, TaughtReport]:
+        reports = {name: found.correct(given, act)  # type: ignore[attr-defined]
+                   for name, found in labellers.items()}  # fmt: skip
+        if route is not None and settings.route_episodes:
+            from koholint.teachers.walks import corrected_route
+
+            reports["route"] = corrected_route(
+                given.actions, given.demo, given.env_config, act, start=route,
+                episodes=settings.route_episodes, every=given.every,
+            )  # fmt: skip
+        return reports
 
     return correct

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+import gymnasium as gym
 import numpy as np
 
 from koholint.env.encoding import NPC_TYPES, SLOT_INDEX
+from koholint.env.factory import make_env
 from koholint.env.zelda import EnvConfig, ZeldaEnv
 from koholint.explore.curriculum import DemoState
 from koholint.explore.demo import DemoTransitions
@@ -191,19 +193,22 @@ def scripted_episode(
 def corrected(
     starts: list[DemoState], episodes: int, size: int, act: Policy, *,
     env_config: EnvConfig, max_steps: int, stream: int, label_for: Callable[[DemoState], Label],
+    planner: str | None = None,
 ) -> TaughtReport:  # fmt: skip
     """DAgger's labels: `act` plays from each start with seeds 0..`episodes` - 1 (its
     sampling on `stream`, apart from the env's sticky one), and every state it reaches is
     labelled with `label_for(start)`'s step there (a fresh labeller each episode); `clean`
-    counts the episodes the labeller ended DONE."""
+    counts the episodes the labeller ended DONE. With a `planner` (a backend's name), the
+    episodes play under hybrid control as training does: the planner's steps are not
+    labelled, the policy's after them are."""
     observations: list[np.ndarray] = []
     labels: list[int] = []
     clean = 0
     for start in starts:
         for seed in range(episodes):
             label = label_for(start)
-            env = ZeldaEnv(env_config.replaced(start_state=start.state, info_state=False,
-                                               max_episode_steps=max_steps))  # fmt: skip
+            env = make_env(env_config.replaced(start_state=start.state, info_state=False,
+                                               max_episode_steps=max_steps), planner=planner)  # fmt: skip
             try:
                 clean += _labelled_episode(env, seed, act, np.random.default_rng([seed, stream]),
                                            label, observations, labels)  # fmt: skip
@@ -214,13 +219,14 @@ def corrected(
 
 
 def _labelled_episode(
-    env: ZeldaEnv, seed: int, act: Policy, rng: np.random.Generator, label: Label,
-    observations: list[np.ndarray], labels: list[int],
+    env: gym.Env[np.ndarray, Any], seed: int, act: Policy, rng: np.random.Generator,
+    label: Label, observations: list[np.ndarray], labels: list[int],
 ) -> bool:  # fmt: skip
     """One episode of `act` in `env`, `label`'s steps appended; whether it ended DONE."""
+    zelda: ZeldaEnv = env.unwrapped  # type: ignore[assignment]
     observation, _ = env.reset(seed=seed)
-    for _ in range(env.config.max_episode_steps):
-        step = label(env, observation)
+    for _ in range(zelda.config.max_episode_steps):
+        step = label(zelda, observation)
         if step in (DONE, LOST):
             return step == DONE
         if step is not None:

@@ -10,6 +10,12 @@ Those walks keep to the walker's own line too, and a cloned policy that strays a
 off it meets states nobody showed it. ``corrected_walks`` is DAgger (Ross, Gordon and
 Bagnell 2011): the cloned policy walks from the same states, and every state it reaches in
 the room is labelled with the walker's step there.
+
+Those starts are the demonstration's own, one room each; the states a policy meets on its
+way from where the curriculum starts it (after a fight it fought its own way, a room it
+entered off the line) are not among them. ``corrected_route`` labels those: the policy
+plays from the curriculum's start across the next rooms of the route, and the walker labels
+every state where the demonstration leaves that room with that progress.
 """
 
 from __future__ import annotations
@@ -55,6 +61,13 @@ PROGRESS_SLOTS = ("keys", "has_sword", "sword_in_a", "sword_in_b", "has_instrume
 exit's (the key taken, the enemies dead, the door or chest open; the room status bits 2-6
 of cartridge/src/ladx.h, not the rupee, heart and visited bits of passing through); the
 fighter teaches the fights."""
+ROUTE_SLOTS = tuple(slot for slot in PROGRESS_SLOTS if slot != "kills")
+"""The progress a route's exit is found by: a policy may beat an enemy the demonstration
+passed by (or meet one it beat), and the way on is the same."""
+ROUTE_ROOMS = 4
+"""Room changes of the demonstration a route episode follows from its start."""
+ROUTE_STREAM = 0x207E
+"""The policy's sampling stream in a route episode."""
 FACING_ACTIONS = {facing: BUTTON_ACTIONS[button] for facing, button in DIRECTION_BUTTONS.items()}
 
 
@@ -105,10 +118,19 @@ def walk_steps(demo: DemoTransitions, every: int) -> list[tuple[int, Exit]]:
     return chosen
 
 
-def progress_marks(observations: np.ndarray) -> list[tuple[int, ...]]:
-    """Per observation, what a room's business changes (``PROGRESS_SLOTS``), as integers."""
-    columns = [SLOT_INDEX[slot] for slot in PROGRESS_SLOTS]
+def progress_marks(
+    observations: np.ndarray, slots: tuple[str, ...] = PROGRESS_SLOTS
+) -> list[tuple[int, ...]]:
+    """Per observation, what a room's business changes (`slots`), as integers."""
+    columns = [SLOT_INDEX[slot] for slot in slots]
     return [tuple(row) for row in np.rint(observations[:, columns] * 255).astype(int).tolist()]
+
+
+def route_exits(demo: DemoTransitions) -> dict[tuple[tuple[int, int, int], tuple[int, ...]], Exit]:
+    """Where the demonstration leaves each room with each progress (``ROUTE_SLOTS``): its
+    last exit from there (an earlier one was a detour)."""
+    marks = progress_marks(demo.observations, ROUTE_SLOTS)
+    return {(exit_.room, marks[exit_.last]): exit_ for exit_ in demo_exits(demo)}
 
 
 def walk_action(env: ZeldaEnv, exit_: Exit) -> int | None:
@@ -187,6 +209,50 @@ def _walk_label(exit_: Exit) -> Label:
             return DONE if room == exit_.to else LOST
         free = free_to_move(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
         return walk_action(env, exit_) if free else None
+
+    return label
+
+
+def corrected_route(
+    actions: bytes, demo: DemoTransitions, env_config: EnvConfig, act: Policy, *, start: int,
+    episodes: int, rooms: int = ROUTE_ROOMS, every: int = 8, planner: str | None = "rules",
+) -> TaughtReport:  # fmt: skip
+    """DAgger from the curriculum's start: `act` plays `episodes` times (seeds 0..) from the
+    healed demo state at step `start` (a multiple of `every`), under `env_config`'s sticky
+    actions and hybrid control with `planner` as training plays (the route crosses dialogs
+    and puzzles; the planner's steps are not labelled), and every state where Link is free to move in a room the demonstration leaves
+    with that progress is labelled with the walker's step to that exit (``route_exits``).
+    An episode ends clean in the room the demonstration enters at its `rooms`-th room change
+    after `start`, with the progress it had there; it ends lost at a death or after twice
+    the demonstration's steps to there (the curriculum's budget, and the settling)."""
+    if episodes < 1:
+        raise ValueError(f"episodes {episodes}: use >= 1 route episodes")
+    ahead = [exit_ for exit_ in demo_exits(demo) if exit_.last >= start][:rooms]
+    starts = healed_states(actions, env_config, [start], every)
+    if not ahead or not starts:  # the last room (only the win is ahead), or mid-transition
+        return teach([], episodes, demo.observations.shape[1], lambda *_: None)
+    entered = demo.observations[ahead[-1].last + 1]
+    goal = (ahead[-1].to, progress_marks(entered[None], ROUTE_SLOTS)[0])
+    label = _route_label(route_exits(demo), goal)
+    return corrected(starts, episodes, demo.observations.shape[1], act, env_config=env_config,
+                     max_steps=2 * (ahead[-1].last + 1 - start) + MAX_SETTLE_STEPS,
+                     stream=ROUTE_STREAM, label_for=lambda _: label, planner=planner)  # fmt: skip
+
+
+def _route_label(
+    exits: dict[tuple[tuple[int, int, int], tuple[int, ...]], Exit],
+    goal: tuple[tuple[int, int, int], tuple[int, ...]],
+) -> Label:  # fmt: skip
+    """The walker's step to the route's exit from the room and progress Link is in; DONE
+    at `goal` (a room and its progress), None where the route leaves no way from there."""
+
+    def label(env: ZeldaEnv, observation: np.ndarray) -> int | None:
+        where = (room_of(observation), progress_marks(observation[None], ROUTE_SLOTS)[0])
+        if where == goal:
+            return DONE
+        exit_ = exits.get(where)
+        free = free_to_move(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
+        return walk_action(env, exit_) if exit_ is not None and free else None
 
     return label
 

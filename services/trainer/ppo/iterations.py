@@ -85,7 +85,9 @@ class IterationLoop:
 
     def _correct(self, dagger: DaggerRounds) -> None:
         """A DAgger round; its emulator work counts with the teachers'."""
-        done = dagger.correct(self.algo, self.status.env_steps)
+        start = self.status.curriculum.get("start_step")
+        route = None if start is None else int(start)
+        done = dagger.correct(self.algo, self.status.env_steps, route=route)
         other = self.status.other_work
         other["teachers"] = other.get("teachers", 0) + int(done["env_steps"])
 

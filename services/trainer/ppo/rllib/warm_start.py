@@ -29,6 +29,7 @@ from koholint.game.emulator import GameBoy
 from trainer.ppo.config import TrainConfig
 
 if TYPE_CHECKING:
+    from koholint.imitation import Correct
     from koholint.teachers.base import Policy, TaughtReport
 
 logger = logging.getLogger("trainer.ppo.warm_start")
@@ -84,7 +85,7 @@ class DaggerRounds:
         self.config, self.run_dir = config, run_dir
         self.every = config.imitation.correct_every_env_steps
         self._next = (env_steps // self.every + 1) * self.every if self.every else 0
-        self._correct: Callable[[Policy], dict[str, TaughtReport]] | None = None
+        self._correct: Correct | None = None
 
     @property
     def enabled(self) -> bool:
@@ -94,9 +95,11 @@ class DaggerRounds:
     def due(self, env_steps: int) -> bool:
         return self.enabled and env_steps >= self._next
 
-    def correct(self, algo: Any, env_steps: int) -> dict[str, Any]:
+    def correct(self, algo: Any, env_steps: int, route: int | None = None) -> dict[str, Any]:
         """One round on the learner, the runners given its weights; what it did, also
-        appended to the run folder's ``dagger.jsonl`` (``env_steps`` in frame-skip steps)."""
+        appended to the run folder's ``dagger.jsonl`` (``env_steps`` in frame-skip steps).
+        `route`: the curriculum's start (a demo step), where ``imitation.route_episodes``
+        play from."""
         from koholint.env.zelda import EnvConfig
         from koholint.imitation import labeller, lesson
 
@@ -107,7 +110,8 @@ class DaggerRounds:
             self._correct = labeller(self.config.imitation, given)
         if self._correct is None:
             raise ValueError("imitation.correct_every_env_steps needs imitation.labellers")
-        fit = functools.partial(correct_round, correct=self._correct,
+        fit = functools.partial(correct_round,
+                                correct=functools.partial(self._correct, route=route),
                                 epochs=self.config.imitation.clone_epochs,
                                 seed=self.config.seed + env_steps)  # fmt: skip
         results = [result.get() for result in algo.learner_group.foreach_learner(fit)]

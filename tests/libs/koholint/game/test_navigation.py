@@ -53,4 +53,5 @@ def test_no_step_without_a_locked_door_on_the_edge_or_a_path_to_it():
     assert door_step(room_with({(4, 3): Metatile.LOCKED_DOOR}), (72, 72)) is None  # not an edge
     walled = room_with({(4, 0): Metatile.LOCKED_DOOR, **{(x, 4): Metatile.WALL for x in range(10)}})
     assert door_step(walled, (72, 100)) is None
-    assert edge_side((4, 0)) == "up" and edge_side((4, 4)) is None
+    assert edge_side((4, 0)) == "up"
+    assert edge_side((4, 4)) is None

@@ -12,10 +12,14 @@ from koholint.env.encoding import OBSERVATION_SIZE, SLOT_INDEX
 from koholint.env.zelda import EnvConfig
 from koholint.explore.demo import DemoTransitions, demo_transitions
 from koholint.schemas.env import Action
+from koholint.teachers.base import DONE
 from koholint.teachers.walks import (
     Exit,
+    _route_label,
+    corrected_route,
     corrected_walks,
     demo_exits,
+    route_exits,
     walk_steps,
     walk_transitions,
 )
@@ -142,6 +146,57 @@ def test_corrected_walks_need_at_least_one_episode():
     with pytest.raises(ValueError, match="corrected walks"):
         corrected_walks(b"", synthetic_demo([1]), EnvConfig.parse({}),
                         lambda observation, rng: 0, episodes=0)  # fmt: skip
+
+
+def test_the_route_leaves_a_room_as_the_demonstration_last_did_whatever_the_kills():
+    # room 1 with no key out to room 2 and back, a kill and the key in room 1, out to room 3
+    rooms = [1] * 6 + [2] * 4 + [1] * 10 + [3] * 4
+    demo = synthetic_demo(rooms, keys=[0] * 14 + [1] * 10)
+    demo.observations[12:, SLOT_INDEX["kills"]] = 1 / 255
+    exits = route_exits(demo)
+    no_key, one_key = (0,) * 10, (1,) + (0,) * 9
+    assert {where: exit_.to for where, exit_ in exits.items()} == {
+        ((0, 0, 1), no_key): (0, 0, 2), ((0, 0, 2), no_key): (0, 0, 1),
+        ((0, 0, 1), one_key): (0, 0, 3)}  # fmt: skip
+    # a policy that beat an enemy the demonstration did not is on the same route
+    label = _route_label(exits, ((0, 0, 3), one_key))
+    assert label(None, demo.observations[20]) == DONE  # the goal: room 3 with the key
+    busy = demo.observations[15].copy()
+    busy[SLOT_INDEX["dialog_open"]] = 1.0
+    assert label(None, busy) is None  # not free to move: no step to label
+
+
+def test_route_episodes_need_at_least_one_episode():
+    with pytest.raises(ValueError, match="route episodes"):
+        corrected_route(b"", synthetic_demo([1]), EnvConfig.parse({}),
+                        lambda observation, rng: 0, start=0, episodes=0)  # fmt: skip
+
+
+def test_a_clone_that_only_presses_up_is_labelled_on_its_way_from_the_curriculums_start():
+    """Real PyBoy on seed 0's errand demo, from a demo state mid-route: a policy sure of UP
+    is labelled wherever it goes in the route's rooms, with the walker's steps toward the
+    exits, and no episode reaches the fourth room ahead; from the last room (only the win
+    ahead) nothing is played."""
+    from koholint.teachers.base import room_of
+
+    actions = ERRANDS_SEED0.read_bytes()
+    config = EnvConfig.parse({"sticky_action_probability": 0.25})
+    demo = demo_transitions(actions, config)
+    exits = demo_exits(demo)
+    start = next(step for step, _ in walk_steps(demo, 8) if step > exits[2].last)
+    report = corrected_route(actions, demo, config, lambda observation, rng: int(Action.UP),
+                             start=start, episodes=2)  # fmt: skip
+    assert (report.starts, report.episodes, report.clean) == (1, 2, 0)
+    labels = report.transitions.actions.tolist()
+    assert set(labels) <= {Action.UP, Action.DOWN, Action.LEFT, Action.RIGHT}
+    assert len([label for label in labels if label != Action.UP]) > 8
+    route_rooms = {exit_.room for exit_ in exits}
+    assert {room_of(row) for row in report.transitions.observations} <= route_rooms
+    in_the_last_room = (exits[-1].last // 8 + 1) * 8
+    assert in_the_last_room < len(actions)
+    ended = corrected_route(actions, demo, config, lambda observation, rng: int(Action.UP),
+                            start=in_the_last_room, episodes=1)  # fmt: skip
+    assert (ended.starts, ended.episodes, len(ended.transitions.actions)) == (0, 0, 0)
 
 
 MEDIUM_1_DEMO = (Path(__file__).parents[4] / "benchmarks" / "results" / "worlds"

@@ -153,7 +153,7 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
         "run": "recipe", "phase": "robustify", "planner": "rules", "total_env_steps": 1024,
         "curriculum": {"trajectory": str(TRAJECTORY)},
         "imitation": {"clone_epochs": 20, "labellers": ["fights", "walks"],
-                      "correct_every_env_steps": 512},
+                      "correct_every_env_steps": 512, "route_episodes": 2},
         "num_env_runners": 0, "envs_per_env_runner": 1, "train_batch_size": 256,
         "minibatch_size": 64, "num_epochs": 1, "rollout_fragment_length": 128,
         "export_every_episodes": 0, "curiosity_weight": 0.0, "checkpoint_every_iterations": 4,
@@ -182,6 +182,10 @@ def test_the_recipe_from_a_late_start_clones_moves_the_start_and_evaluates_from_
               (tmp_path / "runs/recipe/dagger.jsonl").read_text().splitlines()]  # fmt: skip
     assert [r["at_env_steps"] >= 512 * (i + 1) for i, r in enumerate(rounds)] == [True, True]
     assert rounds[1]["labels_in_all"] > rounds[0]["labels_in_all"]
+    # each with the policy's episodes from the curriculum's start then, the walker labelling
+    for done in rounds:
+        assert done["route"]["episodes"] in (0, 2)  # none where only the win is ahead
+        assert 0 <= done["route"]["clean"] <= done["route"]["episodes"]
     assert status.other_work["teachers"] == cloned["env_steps"] + sum(
         r["env_steps"] for r in rounds)  # fmt: skip
     assert status.curriculum["moves"] >= 1  # random play wins there about half the time
