@@ -126,7 +126,11 @@ def progress_marks(
     return [tuple(row) for row in np.rint(observations[:, columns] * 255).astype(int).tolist()]
 
 
-def route_exits(demo: DemoTransitions) -> dict[tuple[tuple[int, int, int], tuple[int, ...]], Exit]:
+Where = tuple[tuple[int, int, int], tuple[int, ...]]
+"""A room and the progress Link has in it (``ROUTE_SLOTS``)."""
+
+
+def route_exits(demo: DemoTransitions) -> dict[Where, Exit]:
     """Where the demonstration leaves each room with each progress (``ROUTE_SLOTS``): its
     last exit from there (an earlier one was a detour)."""
     marks = progress_marks(demo.observations, ROUTE_SLOTS)
@@ -207,8 +211,7 @@ def _walk_label(exit_: Exit) -> Label:
         room = room_of(observation)
         if room != exit_.room:
             return DONE if room == exit_.to else LOST
-        free = free_to_move(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
-        return walk_action(env, exit_) if free else None
+        return walk_action(env, exit_) if _walking(observation) else None
 
     return label
 
@@ -220,8 +223,9 @@ def corrected_route(
     """DAgger from the curriculum's start: `act` plays `episodes` times (seeds 0..) from the
     healed demo state at step `start` (a multiple of `every`), under `env_config`'s sticky
     actions and hybrid control with `planner` as training plays (the route crosses dialogs
-    and puzzles; the planner's steps are not labelled), and every state where Link is free to move in a room the demonstration leaves
-    with that progress is labelled with the walker's step to that exit (``route_exits``).
+    and puzzles; the planner's steps are not labelled), and every state where Link is free
+    to move in a room the demonstration leaves with that progress is labelled with the
+    walker's step to that exit (``route_exits``).
     An episode ends clean in the room the demonstration enters at its `rooms`-th room change
     after `start`, with the progress it had there; it ends lost at a death or after twice
     the demonstration's steps to there (the curriculum's budget, and the settling)."""
@@ -239,10 +243,7 @@ def corrected_route(
                      stream=ROUTE_STREAM, label_for=lambda _: label, planner=planner)  # fmt: skip
 
 
-def _route_label(
-    exits: dict[tuple[tuple[int, int, int], tuple[int, ...]], Exit],
-    goal: tuple[tuple[int, int, int], tuple[int, ...]],
-) -> Label:  # fmt: skip
+def _route_label(exits: dict[Where, Exit], goal: Where) -> Label:
     """The walker's step to the route's exit from the room and progress Link is in; DONE
     at `goal` (a room and its progress), None where the route leaves no way from there."""
 
@@ -251,10 +252,14 @@ def _route_label(
         if where == goal:
             return DONE
         exit_ = exits.get(where)
-        free = free_to_move(observation) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
-        return walk_action(env, exit_) if exit_ is not None and free else None
+        return walk_action(env, exit_) if exit_ is not None and _walking(observation) else None
 
     return label
+
+
+def _walking(observation: np.ndarray) -> bool:
+    """Link is free to move and no room change fades: the walker has a step to label."""
+    return bool(free_to_move(observation)) and observation[SLOT_INDEX["motion_map_fade"]] < 0.5
 
 
 def free_to_move(observations: np.ndarray) -> np.ndarray:
