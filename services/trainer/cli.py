@@ -146,8 +146,10 @@ def _phase_progress(status: Any) -> str:
     if status.curriculum:
         position = status.curriculum
         walk = f"  pass {position['pass']:.0f}" if position.get("pass", 1) > 1 else ""
+        later = (f"  later {position['later_success_rate']:.2f}"
+                 if "later_success_rate" in position else "")  # fmt: skip
         return (f"  start {position['start_step']:.0f}/{position['demo_length']:.0f}"
-                f"  wins there {position['success_rate']:.2f}{walk}")  # fmt: skip
+                f"  wins there {position['success_rate']:.2f}{later}{walk}")  # fmt: skip
     if status.explore_milestones:
         return f"  level {status.archive_level}"
     return ""

@@ -80,6 +80,8 @@ class CurriculumSource(Protocol):
 
 SUCCESS_WINDOW = 20
 """episodes from the current start its success share is measured over"""
+LATER_WINDOW = 100
+"""episodes from later starts their success share is measured over"""
 BUDGET_SLACK = 64
 """steps an episode may take beyond ``time_factor`` times the demo steps left"""
 
@@ -100,6 +102,10 @@ class CurriculumSettings(BaseModel):
     """steps of the trajectory the start moves earlier each time"""
     swarm_share: JsonFloat = Field(0.0, ge=0, lt=1)
     """share of episodes that start at the best progress level any env reached"""
+    replay_share: JsonFloat = Field(0.0, ge=0, lt=1)
+    """share of episodes that start at a demo state drawn uniformly from those later than the
+    current start: the route already walked keeps being trained, not only by the episodes that
+    survive to it (their results do not move the start)"""
     passes: JsonInt = Field(1, ge=1, le=100)
     """walks of the route from the end; a new one starts when the policy wins from the
     beginning (threshold), until this many were made"""
@@ -139,7 +145,7 @@ class LocalCurriculum:
         self.demo = list(demo)
         self.demo_length = demo_length
         self.threshold, self.window, self.move_by = settings.threshold, window, settings.move_by
-        self.swarm_share = settings.swarm_share
+        self.swarm_share, self.replay_share = settings.swarm_share, settings.replay_share
         self.time_factor, self.slack = settings.time_factor, slack
         self.max_episode_steps = max_episode_steps
         self.position = len(self.demo) - 1
@@ -148,6 +154,7 @@ class LocalCurriculum:
         self._results: deque[bool] = deque(maxlen=window)
         self._wins_to_move = math.ceil(settings.threshold * window - 1e-9)
         self._swarm: tuple[int, bytes] | None = None
+        self._later: deque[bool] = deque(maxlen=LATER_WINDOW)
         self.moves: list[int] = []
         """the demo step of every start the curriculum moved to, in order"""
 
@@ -160,6 +167,10 @@ class LocalCurriculum:
         rng = np.random.default_rng(seed)
         if self._swarm is not None and rng.random() < self.swarm_share:
             return Start(self._swarm[1], -1, self.max_episode_steps)
+        # Never demo[0]: with the start past the beginning, step 0 reports as the start's own.
+        first_later = max(self.position + 1, 1)
+        if first_later < len(self.demo) and rng.random() < self.replay_share:
+            return self._start_at(self.demo[int(rng.integers(first_later, len(self.demo)))])
         if self.position < 0:
             return replace(self._start_at(self.demo[0]), state=None,
                            budget=self.max_episode_steps)  # fmt: skip
@@ -174,8 +185,10 @@ class LocalCurriculum:
         return min(wanted, self.max_episode_steps)
 
     def report(self, step: int, won: bool) -> None:
+        if step > self.start_step:
+            self._later.append(won)
         if step != self.start_step or step < 0:
-            return  # an episode from an older start, or from the swarm
+            return  # an episode from a later start (replayed, or the start moved), or the swarm
         self._results.append(won)
         if sum(self._results) < self._wins_to_move:
             return
@@ -189,6 +202,11 @@ class LocalCurriculum:
 
     def success_rate(self) -> float:
         return sum(self._results) / len(self._results) if self._results else 0.0
+
+    def later_success_rate(self) -> float | None:
+        """Wins among the last episodes that started later than the current start (replayed,
+        or begun before the start moved); None before any."""
+        return sum(self._later) / len(self._later) if self._later else None
 
     def _move_earlier(self) -> None:
         target = self.start_step - self.move_by

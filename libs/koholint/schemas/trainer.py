@@ -83,7 +83,8 @@ class RunStatus(BaseModel):
     """phase 1: env steps at which the archive first reached each milestone (null: not yet)"""
     curriculum: dict[str, float] = Field(default_factory=dict)
     """robustify: start_step (the demo step episodes start from), demo_length, success_rate
-    (there), moves (of the start so far), swarm_level"""
+    (there), moves (of the start so far), swarm_level, pass, later_success_rate (of the last
+    episodes from later starts, once there are any)"""
     checkpoints: int = 0
     """checkpoints in the run's ledger"""
     resumed_from: str | None = None

@@ -118,10 +118,12 @@ class CurriculumActor:
     def position(self) -> dict[str, Any]:
         """For progress lines: the demo step episodes start from, and the success there."""
         curriculum = self.curriculum
+        later = curriculum.later_success_rate()
         return {
             "start_step": curriculum.start_step, "demo_length": curriculum.demo_length,
             "success_rate": curriculum.success_rate(), "moves": len(curriculum.moves),
             "swarm_level": curriculum.swarm_level(), "pass": curriculum.pass_number,
+            **({"later_success_rate": later} if later is not None else {}),
         }  # fmt: skip
 
 

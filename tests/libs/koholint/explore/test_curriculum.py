@@ -107,6 +107,35 @@ def test_swarming_sends_a_share_of_episodes_to_the_best_level():
     assert 0.18 < len(swarmed) / len(starts) < 0.32
 
 
+def test_replaying_sends_a_share_of_episodes_to_later_demo_states():
+    curriculum = curriculum_over(DEMO, 40, threshold=0.5, window=2, replay_share=0.5)
+    for _ in range(2):  # 32 -> 24 -> 16 (one win of the last two moves it)
+        curriculum.report(curriculum.start_step, True)
+    assert curriculum.start_step == 16
+    starts = [curriculum.start(seed) for seed in range(400)]
+    later = [start for start in starts if start.step != 16]
+    assert {start.step for start in later} == {24, 32}  # only the route already walked
+    assert all(start.budget == 2 * (40 - start.step) + 64 for start in later)
+    assert 0.4 < len(later) / len(starts) < 0.6
+    assert curriculum.later_success_rate() is None  # the two wins were each at the start
+    for _ in range(3):
+        curriculum.report(24, True)  # wins from a later start do not move the start
+    curriculum.report(32, False)
+    assert (curriculum.start_step, curriculum.success_rate()) == (16, 0.0)
+    assert curriculum.later_success_rate() == 0.75
+
+
+def test_replaying_never_draws_the_beginning_or_beyond_the_demo():
+    curriculum = curriculum_over(DEMO, 40, threshold=1.0, window=1, replay_share=0.9)
+    assert {curriculum.start(seed).step for seed in range(50)} == {32}  # nothing later yet
+    for _ in range(5):  # 32 -> 24 -> 16 -> 8 -> 0 -> the env's own start
+        curriculum.report(curriculum.start_step, True)
+    assert curriculum.position == -1
+    steps = {curriculum.start(seed).step for seed in range(200)}
+    assert steps == {0, 8, 16, 24, 32}  # 0: the env's own start (no state); never demo[0]
+    assert all(curriculum.start(seed).state != b"state-0" for seed in range(200))
+
+
 def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
     curriculum = curriculum_over(DEMO, 40, threshold=1.0, window=2, passes=2)
     for _ in range(5 * 2):  # 32 -> 24 -> 16 -> 8 -> 0 -> the env's own start
@@ -132,6 +161,7 @@ def test_more_passes_walk_the_route_again_once_it_wins_from_the_beginning():
         ({"demo": DEMO[::-1], "demo_length": 40}, "trajectory order"),
         ({"demo": DEMO, "demo_length": 40, "threshold": 0.0}, "threshold"),
         ({"demo": DEMO, "demo_length": 40, "swarm_share": 1.0}, "swarm_share"),
+        ({"demo": DEMO, "demo_length": 40, "replay_share": 1.0}, "replay_share"),
         ({"demo": DEMO, "demo_length": 40, "passes": 0}, "passes"),
     ],
 )

@@ -65,6 +65,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "phase": ("explore", "both", "both"),
         "trajectory": ("a/win.actions", "b/win.actions", "b/win.actions"),
         "swarm_share": ("0.25", "0.5", 0.5),
+        "replay_share": ("0.25", "0.5", 0.5),
         "start": ("start_of_play", "last_room", "last_room"),
         "confirm_start": ("start_of_play", "last_room", "last_room"),
         "stop_at_win_rate": ("0.5", "0.25", 0.25),
