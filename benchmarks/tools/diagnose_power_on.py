@@ -1,6 +1,9 @@
-"""Where a policy loses from power-on, and whether it is stuck there.
+"""Where a policy loses from power-on (or another start), and whether it is stuck there.
 
-    .venv/bin/python benchmarks/tools/diagnose_power_on.py POLICY_DIR [EPISODES]
+    .venv/bin/python benchmarks/tools/diagnose_power_on.py POLICY_DIR [EPISODES [START]]
+
+START is any `koholint play --start` (default power-on; `demo:PATH@STEP` plays from a step
+of a demonstration).
 
 One line per episode as `koholint play` samples it (sticky 0.25, the rules planner): for a
 loss, the room and progress level it ended in, whether Link stood on one pixel for its
@@ -30,10 +33,10 @@ STILL = 30  # steps on one pixel before the first standstill is described
 STUCK = 200  # steps on one pixel at the end that make a loss "stuck"
 
 
-def main(path: Path, episodes: int) -> None:
+def main(path: Path, episodes: int, start: str = "power-on") -> None:
     policy = load_policy(path)
-    settings = PlaySettings(start="power-on", episodes=episodes)
-    env = play_env(policy, settings, parse_start("power-on"))
+    settings = PlaySettings(start=start, episodes=episodes)
+    env = play_env(policy, settings, parse_start(start))
     zelda = env.unwrapped
     ends: collections.Counter[tuple[str, int, str]] = collections.Counter()
     for seed in range(episodes):
@@ -66,4 +69,8 @@ def main(path: Path, episodes: int) -> None:
 
 
 if __name__ == "__main__":
-    main(Path(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else 30)
+    main(
+        Path(sys.argv[1]),
+        int(sys.argv[2]) if len(sys.argv) > 2 else 30,
+        sys.argv[3] if len(sys.argv) > 3 else "power-on",
+    )

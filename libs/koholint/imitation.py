@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from koholint.schemas.fields import JsonInt
+from koholint.schemas.fields import JsonFloat, JsonInt
 from koholint.teachers import TEACHERS, teacher
 from koholint.teachers.base import Labeller
 
@@ -60,6 +60,11 @@ class ImitationSettings(BaseModel):
     correct_every_env_steps: JsonInt = Field(0, ge=0, le=10**10)
     """during PPO, a DAgger round on the policy as it is then after the first iteration
     past each multiple of this many env steps (0 = only the rounds before PPO)"""
+    label_smoothing: JsonFloat = Field(0.0, ge=0, le=0.5)
+    """the cloning's (and DAgger's) cross-entropy target puts this share on the other actions
+    alike: hundreds of passes over the labels otherwise drive the policy to probability
+    1.000, where a state the labels missed is pressed into a wall for good (no sample
+    leaves it, no gradient moves it)"""
     route_episodes: JsonInt = Field(0, ge=0, le=256)
     """in each DAgger round during PPO, episodes the policy plays from the curriculum's start
     across the route's next 4 rooms, every state it reaches labelled by the walker (walks)

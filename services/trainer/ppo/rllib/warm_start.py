@@ -59,7 +59,7 @@ def clone_demonstration(algo: Any, config: TrainConfig, run_dir: Path) -> dict[s
     fit = functools.partial(
         _clone, observations=taught.observations, actions=taught.actions,
         epochs=settings.clone_epochs, seed=config.seed, correct=labeller(settings, given),
-        rounds=settings.corrections,
+        rounds=settings.corrections, smoothing=settings.label_smoothing,
     )  # fmt: skip
     fitted: dict[str, Any] = [result.get() for result in algo.learner_group.foreach_learner(fit)][0]
     algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
@@ -113,7 +113,8 @@ class DaggerRounds:
         fit = functools.partial(correct_round,
                                 correct=functools.partial(self._correct, route=route),
                                 epochs=self.config.imitation.clone_epochs,
-                                seed=self.config.seed + env_steps)  # fmt: skip
+                                seed=self.config.seed + env_steps,
+                                smoothing=self.config.imitation.label_smoothing)  # fmt: skip
         results = [result.get() for result in algo.learner_group.foreach_learner(fit)]
         done: dict[str, Any] = results[0]
         algo.env_runner_group.sync_weights(from_worker_or_learner_group=algo.learner_group,
@@ -132,7 +133,7 @@ class DaggerRounds:
 
 def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epochs: int,
            seed: int, correct: Callable[[Policy], dict[str, TaughtReport]] | None = None,
-           rounds: int = 0) -> dict[str, Any]:  # fmt: skip
+           rounds: int = 0, smoothing: float = 0.0) -> dict[str, Any]:  # fmt: skip
     """On a learner: cross-entropy epochs of the policy network on the demonstration, then
     `rounds` of `correct`'s labels on the cloned policy's own walks, each followed by as
     many epochs over everything so far. What was fitted stays on the learner
@@ -142,7 +143,7 @@ def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epoch
     inputs, targets = torch.from_numpy(observations), torch.from_numpy(actions)
     generator = torch.Generator().manual_seed(seed)
     before = _accuracy(module, inputs, targets)
-    loss = _fit(module, optimizer, inputs, targets, epochs, generator)
+    loss = _fit(module, optimizer, inputs, targets, epochs, generator, smoothing)
     done: dict[str, Any] = {"accuracy_before": before,
                             "accuracy_after": _accuracy(module, inputs, targets)}  # fmt: skip
     corrections = []
@@ -150,7 +151,7 @@ def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epoch
     for _ in range(rounds if correct else 0):
         inputs, targets, corrected = _labelled(module, inputs, targets, correct)  # type: ignore[arg-type]
         corrections.append(corrected)
-        loss = _fit(module, optimizer, inputs, targets, epochs, generator)
+        loss = _fit(module, optimizer, inputs, targets, epochs, generator, smoothing)
     if corrections:
         done["corrections"] = corrections
         done["accuracy_corrected"] = _accuracy(module, inputs, targets)
@@ -159,7 +160,7 @@ def _clone(learner: Any, *, observations: np.ndarray, actions: np.ndarray, epoch
 
 
 def correct_round(learner: Any, *, correct: Callable[[Policy], dict[str, TaughtReport]],
-                  epochs: int, seed: int) -> dict[str, Any]:  # fmt: skip
+                  epochs: int, seed: int, smoothing: float = 0.0) -> dict[str, Any]:  # fmt: skip
     """On a learner, during PPO: one DAgger round on the policy as it is now (its own states
     from the labellers' starts, labelled), then cloning over everything so far with as many
     minibatch steps as `epochs` took over the warm start's data (fewer passes as the labels
@@ -171,7 +172,7 @@ def correct_round(learner: Any, *, correct: Callable[[Policy], dict[str, TaughtR
     first_size = first_size or len(targets)
     passes = max(1, round(epochs * first_size / len(targets)))
     generator = torch.Generator().manual_seed(seed)
-    loss = _fit(module, _optimizer(module), inputs, targets, passes, generator)
+    loss = _fit(module, _optimizer(module), inputs, targets, passes, generator, smoothing)
     setattr(learner, IMITATION_DATA, (inputs, targets, first_size))
     return {**corrected, "epochs": passes, "labels_in_all": len(targets), "final_loss": loss,
             "frames_emulated": GameBoy.frames_emulated - frames_before}  # fmt: skip
@@ -205,15 +206,19 @@ def _optimizer(module: Any) -> torch.optim.Optimizer:
 
 
 def _fit(module: Any, optimizer: torch.optim.Optimizer, inputs: torch.Tensor,
-         targets: torch.Tensor, epochs: int, generator: torch.Generator) -> float:  # fmt: skip
-    """`epochs` shuffled passes of minibatch cross-entropy; the last minibatch's loss."""
+         targets: torch.Tensor, epochs: int, generator: torch.Generator,
+         smoothing: float = 0.0) -> float:  # fmt: skip
+    """`epochs` shuffled passes of minibatch cross-entropy (`smoothing`: the share of the
+    target spread over every action); the last minibatch's loss."""
     loss = torch.tensor(0.0)
     for _ in range(epochs):
         order = torch.randperm(len(targets), generator=generator)
         for start in range(0, len(order), CLONE_MINIBATCH):
             chosen = order[start : start + CLONE_MINIBATCH]
             logits = _logits(module, inputs[chosen])
-            loss = torch.nn.functional.cross_entropy(logits, targets[chosen])
+            loss = torch.nn.functional.cross_entropy(
+                logits, targets[chosen], label_smoothing=smoothing
+            )
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
             optimizer.step()

@@ -66,6 +66,7 @@ def two_values(path: str) -> tuple[str, str | list[str], Any]:
         "trajectory": ("a/win.actions", "b/win.actions", "b/win.actions"),
         "swarm_share": ("0.25", "0.5", 0.5),
         "replay_share": ("0.25", "0.5", 0.5),
+        "label_smoothing": ("0.05", "0.1", 0.1),
         "start": ("start_of_play", "last_room", "last_room"),
         "confirm_start": ("start_of_play", "last_room", "last_room"),
         "stop_at_win_rate": ("0.5", "0.25", 0.25),

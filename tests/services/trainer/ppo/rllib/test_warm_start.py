@@ -73,6 +73,31 @@ def test_cloning_fits_the_policy_to_the_demonstration_and_leaves_the_value_alone
             assert parameter.detach().equal(values_before[name]), name
 
 
+def test_label_smoothing_keeps_every_action_possible_where_plain_cloning_makes_one_certain():
+    """Thousands of steps over consistent labels drive plain cross-entropy to probability
+    1.000 (a state the labels missed is then pressed into a wall for good); smoothed targets
+    keep a floor under every other action, the label still first."""
+    import numpy as np
+
+    demo = demo_transitions(TRAJECTORY.read_bytes(), EnvConfig.parse({}))
+    observations = demo.observations[:256]
+    labels = np.full(len(observations), 4, np.int64)  # RIGHT everywhere
+    others: dict[float, float] = {}
+    for smoothing in (0.0, 0.1):
+        torch.manual_seed(0)
+        module = policy_module()
+        learner = SimpleNamespace(module={MODULE_ID: module})
+        report = _clone(learner, observations=observations, actions=labels, epochs=2000, seed=0,
+                        smoothing=smoothing)  # fmt: skip
+        assert report["accuracy_after"] == 1.0
+        with torch.no_grad():
+            logits = module.forward_train({"obs": torch.from_numpy(observations)})
+        probabilities = torch.softmax(logits["action_dist_inputs"], dim=-1)
+        others[smoothing] = float(probabilities[:, [0, 1, 2, 3, 5, 6, 7, 8]].min())
+    assert others[0.0] < 1e-3  # every other action all but impossible
+    assert others[0.1] > 0.005  # the smoothed optimum leaves 0.1 / 9 to each
+
+
 def test_a_correction_round_labels_the_clones_own_states_and_the_cloning_goes_on():
     """DAgger's round on a learner: the teacher gets the cloned policy (sampling valid
     actions), its labels join the data, and the policy then follows them too."""
