@@ -145,3 +145,16 @@ def test_ctrl_c_stops_the_run_with_a_checkpoint_and_the_summary(tmp_path: Path):
     checkpoints = [p for p in (tmp_path / "store" / "checkpoints" / "stopped").iterdir()
                    if p.name.isdigit()]  # fmt: skip
     assert len(checkpoints) == 1  # the stop's own: the first periodic one is 1,000 iterations away
+
+
+def test_the_progress_line_shows_the_curriculum_and_its_later_starts_once_there_are_any():
+    from types import SimpleNamespace
+
+    from trainer.cli import _phase_progress
+
+    position = {"start_step": 264, "demo_length": 1026, "success_rate": 0.05, "pass": 1}
+    line = _phase_progress(SimpleNamespace(curriculum=position))
+    assert line == "  start 264/1026  wins there 0.05"
+    line = _phase_progress(SimpleNamespace(curriculum={**position, "later_success_rate": 0.25,
+                                                       "pass": 2}))  # fmt: skip
+    assert line == "  start 264/1026  wins there 0.05  later 0.25  pass 2"
