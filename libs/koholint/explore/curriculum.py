@@ -169,7 +169,7 @@ class LocalCurriculum:
             return Start(self._swarm[1], -1, self.max_episode_steps)
         # Never demo[0]: with the start past the beginning, step 0 reports as the start's own.
         first_later = max(self.position + 1, 1)
-        if first_later < len(self.demo) and rng.random() < self.replay_share:
+        if self.replay_share and first_later < len(self.demo) and rng.random() < self.replay_share:
             return self._start_at(self.demo[int(rng.integers(first_later, len(self.demo)))])
         if self.position < 0:
             return replace(self._start_at(self.demo[0]), state=None,
