@@ -161,6 +161,14 @@ class Evaluation(_Group):
     """with stop_at_win_rate: a second start (a named state such as start_of_play) played
     when an evaluation reaches the goal; the run stops only if it reaches it there too
     ("" = none)"""
+    confirm_episodes: JsonInt = Field(0, ge=0, le=1000)
+    """with stop_at_win_rate: when an evaluation reaches the goal, its start is played for
+    this many more episodes on seeds from confirm_seed, and the run stops only if they reach
+    it too (0 = none): the stop rule reads the best of many evaluations, and one lucky block
+    of seeds would otherwise stop a policy that falls short on fresh ones"""
+    confirm_seed: Seed = 5_000
+    """the first seed of the confirmation's episodes: a block apart from the stop rule's and
+    the report's"""
     report_episodes: JsonInt = Field(100, ge=0, le=1000)
     """when the stop rule is met: the winning policy played again from each start it was
     judged on, for this many fresh episodes: the figure to report, not the one that chose
@@ -169,17 +177,24 @@ class Evaluation(_Group):
     """the first seed of the reported episodes: their seeds never overlap the stop rule's"""
 
     @model_validator(mode="after")
-    def _report_seeds_are_fresh(self) -> Evaluation:
-        evaluated = range(self.seed, self.seed + self.episodes)
-        reported = range(self.report_seed, self.report_seed + self.report_episodes)
-        if self.report_episodes and range(
-            max(evaluated.start, reported.start), min(evaluated.stop, reported.stop)
-        ):
-            raise ValueError(
-                f"evaluation.report_seed {self.report_seed} with {self.report_episodes} episodes "
-                f"overlaps the stop rule's seeds {evaluated.start}-{evaluated.stop - 1}: a "
-                "reported figure must come from fresh episodes; move report_seed past them"
-            )
+    def _seed_blocks_are_apart(self) -> Evaluation:
+        """The stop rule's, the confirmation's and the report's episodes share no seed: each
+        reading is evidence the others have not already given."""
+        blocks = {
+            "seed": range(self.seed, self.seed + self.episodes),
+            "confirm_seed": range(self.confirm_seed, self.confirm_seed + self.confirm_episodes),
+            "report_seed": range(self.report_seed, self.report_seed + self.report_episodes),
+        }
+        for later, earlier in (("confirm_seed", "seed"), ("report_seed", "seed"),
+                               ("report_seed", "confirm_seed")):  # fmt: skip
+            mine, theirs = blocks[later], blocks[earlier]
+            if range(max(mine.start, theirs.start), min(mine.stop, theirs.stop)):
+                episodes = later.replace("seed", "episodes")
+                raise ValueError(
+                    f"evaluation.{later} {mine.start} with {len(mine)} {episodes} overlaps "
+                    f"evaluation.{earlier}'s seeds {theirs.start}-{theirs.stop - 1}: each "
+                    f"block must be fresh episodes; move {later} past them"
+                )
         return self
 
 

@@ -9,7 +9,9 @@ actions and the run's planner (a language-model planner is played with the rules
 switch and macros). The runners wait meanwhile; the evaluation's emulator work is not
 training and is counted apart (``status.other_work["evaluation"]``). When an evaluation wins
 at least ``evaluation.stop_at_win_rate`` of its episodes (and, with
-``evaluation.confirm_start``, a second evaluation from there does too), its policy is kept as
+``evaluation.confirm_episodes``, as many of a second block of episode seeds from the same start:
+one lucky block cannot stop the run; and, with ``evaluation.confirm_start``, an evaluation
+from there too), its policy is kept as
 ``<run_dir>/winning-policy`` with the run's total env steps (phase 1's and the training
 phase's) in its metadata, the run stops, and the policy is played again on
 ``evaluation.report_episodes`` fresh episodes (seeds from ``evaluation.report_seed``, never
@@ -24,7 +26,7 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ray.rllib.core import DEFAULT_MODULE_ID
 
@@ -36,6 +38,8 @@ from trainer.ppo.config import TrainConfig
 logger = logging.getLogger("trainer.ppo.evaluation")
 MODULE_ID = DEFAULT_MODULE_ID
 WINNING_POLICY = "winning-policy"
+Block = Literal["stop", "confirm", "report"]
+"""whose episode seeds an evaluation plays: the stop rule's, its confirmation's, a report's"""
 
 
 class PolicyEvaluator:
@@ -67,6 +71,8 @@ class PolicyEvaluator:
                           "phase_one_env_steps": status.phase_one_env_steps},
         )  # fmt: skip
         record = self._play(folder, self.settings.start, status, total)
+        if self.won(record) and self.settings.confirm_episodes:
+            record = self._play(folder, self.settings.start, status, total, block="confirm")
         if self.won(record) and self.settings.confirm_start:
             record = self._play(folder, self.settings.confirm_start, status, total)
         if self.won(record):
@@ -83,15 +89,16 @@ class PolicyEvaluator:
         if not self.settings.report_episodes:
             return
         for start in filter(None, (self.settings.start, self.settings.confirm_start)):
-            record = self._play(folder, start, status, total, report=True)
+            record = self._play(folder, start, status, total, block="report")
             status.reports = [*status.reports, record][-8:]
 
     def _play(self, folder: Path, start: str, status: RunStatus, total: int, *,
-              report: bool = False) -> PolicyEvaluation:  # fmt: skip
-        """One evaluation of the policy in `folder` from `start`, appended to `status` (or a
-        report's, on the fresh seeds); its emulator work is counted."""
+              block: Block = "stop") -> PolicyEvaluation:  # fmt: skip
+        """One evaluation of the policy in `folder` from `start` on `block`'s episode seeds,
+        appended to `status` (a report's, on the fresh seeds, apart); its work is counted."""
         started = time.perf_counter()
-        settings = self.play_settings(start, report=report)
+        report = block == "report"
+        settings = self.play_settings(start, block=block)
         played = play_policy(load_policy(folder), settings)
         frame_skip = max(1, played.frame_skip)
         record = PolicyEvaluation(
@@ -121,14 +128,18 @@ class PolicyEvaluator:
         goal = self.settings.stop_at_win_rate
         return bool(goal) and record.win_rate >= goal
 
-    def play_settings(self, start: str | None = None, *, report: bool = False) -> PlaySettings:
-        """How an evaluation plays: the stop rule's episodes, or a report's fresh ones."""
+    def play_settings(self, start: str | None = None, *, block: Block = "stop") -> PlaySettings:
+        """How an evaluation plays: the stop rule's episodes, its confirmation's second block,
+        or a report's fresh ones."""
         planner = self.config.planner if self.config.planner in PLAY_PLANNERS else "rules"
         settings = self.settings
+        episodes, seed = {
+            "stop": (settings.episodes, settings.seed),
+            "confirm": (settings.confirm_episodes, settings.confirm_seed),
+            "report": (settings.report_episodes, settings.report_seed),
+        }[block]
         return PlaySettings(
-            start=start or settings.start,
-            episodes=settings.report_episodes if report else settings.episodes,
-            seed=settings.report_seed if report else settings.seed,
+            start=start or settings.start, episodes=episodes, seed=seed,
             sticky=settings.sticky, planner=planner, workers=settings.processes,
         )  # fmt: skip
 

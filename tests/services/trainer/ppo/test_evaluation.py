@@ -62,6 +62,38 @@ class _Report:
         return (0.0, 1.0)
 
 
+class _Learner:
+    class learner_group:
+        @staticmethod
+        def get_weights(ids: list[str]) -> dict[str, dict]:
+            return {ids[0]: {}}
+
+
+def _evaluate_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wins: dict[tuple[str, int], int],
+    **settings: Any,
+) -> tuple[list[tuple[str, int]], RunStatus, bool]:  # fmt: skip
+    """One evaluation with play_policy answering `wins` (of 10) by (start, first seed): the
+    (start, seed) blocks played, the status, whether the run stops."""
+    import trainer.ppo.evaluation as evaluation
+
+    played: list[tuple[str, int]] = []
+
+    def play(policy: Any, play_settings: Any) -> _Report:
+        played.append((play_settings.start, play_settings.seed))
+        return _Report(play_settings.start, wins.get((play_settings.start, play_settings.seed), 10))
+
+    monkeypatch.setattr(evaluation, "play_policy", play)
+    monkeypatch.setattr(evaluation, "load_policy", lambda folder: None)
+    monkeypatch.setattr(evaluation, "policy_from_state", lambda *args, **kwargs: None)
+    config = evaluation_config(every_env_steps=1, stop_at_win_rate=0.9, **settings)
+    (tmp_path / "evaluation" / "policy").mkdir(parents=True)
+    (tmp_path / "evaluation" / "policy" / "policy.json").write_text('{"source": {}}')
+    evaluator = PolicyEvaluator(config, tmp_path, 0)
+    status = RunStatus(run="r", env_steps=1000)
+    return played, status, evaluator.won(evaluator.evaluate(_Learner(), status))
+
+
 @pytest.mark.parametrize(
     ("wins", "starts", "stopped"),
     [
@@ -74,31 +106,10 @@ def test_a_goal_reached_from_power_on_is_confirmed_from_the_second_start(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, wins: dict[str, int], starts: list[str],
     stopped: bool,
 ) -> None:  # fmt: skip
-    import trainer.ppo.evaluation as evaluation
-
-    played: list[tuple[str, int]] = []
-
-    def play(policy: Any, settings: Any) -> _Report:
-        played.append((settings.start, settings.seed))
-        return _Report(settings.start, wins[settings.start])
-
-    monkeypatch.setattr(evaluation, "play_policy", play)
-    monkeypatch.setattr(evaluation, "load_policy", lambda folder: None)
-    monkeypatch.setattr(evaluation, "policy_from_state", lambda *args, **kwargs: None)
-    config = evaluation_config(every_env_steps=1, stop_at_win_rate=0.9,
-                               confirm_start="start_of_play")  # fmt: skip
-    (tmp_path / "evaluation" / "policy").mkdir(parents=True)
-    (tmp_path / "evaluation" / "policy" / "policy.json").write_text('{"source": {}}')
-    evaluator = PolicyEvaluator(config, tmp_path, 0)
-
-    class Algo:
-        class learner_group:
-            @staticmethod
-            def get_weights(ids: list[str]) -> dict[str, dict]:
-                return {ids[0]: {}}
-
-    status = RunStatus(run="r", env_steps=1000)
-    result = evaluator.won(evaluator.evaluate(Algo(), status))
+    played, status, result = _evaluate_once(
+        tmp_path, monkeypatch, {(start, 0): won for start, won in wins.items()},
+        confirm_start="start_of_play",
+    )  # fmt: skip
     # A stop is reported on fresh seeds, from each start it was judged on.
     reported = [(start, 10_000) for start in starts] if stopped else []
     assert played == [(start, 0) for start in starts] + reported
@@ -115,15 +126,54 @@ def test_a_goal_reached_from_power_on_is_confirmed_from_the_second_start(
     assert [json.loads(line)["start"] for line in logged] == starts
 
 
-def test_reported_seeds_never_overlap_the_stop_rules() -> None:
-    with pytest.raises(
-        TrainConfigError, match="report_seed 50 .* overlaps the stop rule's seeds 0-99"
-    ):
-        TrainConfig.load({"evaluation": {"report_seed": 50}}, {})
+@pytest.mark.parametrize(
+    ("second_block", "judged", "stopped"),
+    [
+        (9, [("power-on", 0), ("power-on", 5000), ("start_of_play", 0)], True),
+        (8, [("power-on", 0), ("power-on", 5000)], False),  # the lucky first block alone
+    ],
+)
+def test_a_goal_is_confirmed_on_a_second_block_of_seeds_before_the_second_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, second_block: int,
+    judged: list[tuple[str, int]], stopped: bool,
+) -> None:  # fmt: skip
+    wins = {("power-on", 0): 9, ("power-on", 5000): second_block, ("start_of_play", 0): 9}
+    played, status, result = _evaluate_once(
+        tmp_path, monkeypatch, wins, confirm_episodes=10, confirm_seed=5000,
+        confirm_start="start_of_play",
+    )  # fmt: skip
+    reported = [("power-on", 10_000), ("start_of_play", 10_000)] if stopped else []
+    assert played == judged + reported
+    assert [(e.start, e.first_seed) for e in status.evaluations] == judged
+    assert result is stopped
+    assert (tmp_path / WINNING_POLICY).exists() is stopped
+
+
+@pytest.mark.parametrize(
+    ("evaluation", "message"),
+    [
+        ({"report_seed": 50}, r"report_seed 50 with 100 report_episodes overlaps evaluation\.seed's seeds 0-99"),
+        ({"confirm_episodes": 100, "confirm_seed": 99},
+         r"confirm_seed 99 with 100 confirm_episodes overlaps evaluation\.seed's seeds 0-99"),
+        ({"confirm_episodes": 100, "confirm_seed": 9950},
+         r"report_seed 10000 .* overlaps evaluation\.confirm_seed's seeds 9950-10049"),
+    ],
+)  # fmt: skip
+def test_the_stop_rules_confirmations_and_reports_seeds_never_overlap(
+    evaluation: dict[str, int], message: str
+) -> None:
+    with pytest.raises(TrainConfigError, match=message):
+        TrainConfig.load({"evaluation": evaluation}, {})
+
+
+def test_seed_blocks_apart_are_accepted_and_an_empty_block_overlaps_nothing() -> None:
     fresh = TrainConfig.load(
-        {"evaluation": {"seed": 200, "report_seed": 50, "report_episodes": 100}}, {}
-    )
-    assert fresh.evaluation.report_seed == 50
+        {"evaluation": {"seed": 200, "report_seed": 50, "report_episodes": 100,
+                        "confirm_episodes": 100, "confirm_seed": 300}}, {}
+    )  # fmt: skip
+    assert (fresh.evaluation.report_seed, fresh.evaluation.confirm_seed) == (50, 300)
+    no_confirmation = TrainConfig.load({"evaluation": {"confirm_seed": 0}}, {})
+    assert no_confirmation.evaluation.confirm_episodes == 0
 
 
 def test_an_llm_planner_is_evaluated_with_the_rules(tmp_path: Path) -> None:
