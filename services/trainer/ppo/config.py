@@ -19,6 +19,7 @@ import os
 import tomllib
 from collections.abc import Mapping
 from importlib import resources
+from itertools import combinations
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -138,6 +139,16 @@ class RewardModelShaping(_Group):
     same knowledge)"""
 
 
+Block = Literal["stop", "confirm", "report"]
+"""whose episode seeds an evaluation plays: the stop rule's, its confirmation's, a report's"""
+BLOCK_FIELDS: dict[Block, tuple[str, str]] = {
+    "stop": ("seed", "episodes"),
+    "confirm": ("confirm_seed", "confirm_episodes"),
+    "report": ("report_seed", "report_episodes"),
+}
+"""each block's first seed and episode count, as fields of `Evaluation`"""
+
+
 class Evaluation(_Group):
     """The policy played on its own every so often during training, from where a player
     starts; the run can stop itself when it wins often enough (trainer/ppo/evaluation.py)."""
@@ -176,24 +187,24 @@ class Evaluation(_Group):
     report_seed: Seed = 10_000
     """the first seed of the reported episodes: their seeds never overlap the stop rule's"""
 
+    def seeds(self, block: Block) -> range:
+        """The episode seeds `block` plays."""
+        seed, episodes = BLOCK_FIELDS[block]
+        first: int = getattr(self, seed)
+        return range(first, first + getattr(self, episodes))
+
     @model_validator(mode="after")
     def _seed_blocks_are_apart(self) -> Evaluation:
         """The stop rule's, the confirmation's and the report's episodes share no seed: each
         reading is evidence the others have not already given."""
-        blocks = {
-            "seed": range(self.seed, self.seed + self.episodes),
-            "confirm_seed": range(self.confirm_seed, self.confirm_seed + self.confirm_episodes),
-            "report_seed": range(self.report_seed, self.report_seed + self.report_episodes),
-        }
-        for later, earlier in (("confirm_seed", "seed"), ("report_seed", "seed"),
-                               ("report_seed", "confirm_seed")):  # fmt: skip
-            mine, theirs = blocks[later], blocks[earlier]
+        for earlier, later in combinations(BLOCK_FIELDS, 2):
+            theirs, mine = self.seeds(earlier), self.seeds(later)
             if range(max(mine.start, theirs.start), min(mine.stop, theirs.stop)):
-                episodes = later.replace("seed", "episodes")
+                seed, episodes = BLOCK_FIELDS[later]
                 raise ValueError(
-                    f"evaluation.{later} {mine.start} with {len(mine)} {episodes} overlaps "
-                    f"evaluation.{earlier}'s seeds {theirs.start}-{theirs.stop - 1}: each "
-                    f"block must be fresh episodes; move {later} past them"
+                    f"evaluation.{seed} {mine.start} with {len(mine)} {episodes} overlaps "
+                    f"evaluation.{BLOCK_FIELDS[earlier][0]}'s seeds {theirs.start}-"
+                    f"{theirs.stop - 1}: each block must be fresh episodes; move {seed} past them"
                 )
         return self
 

@@ -26,20 +26,18 @@ import logging
 import shutil
 import time
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from ray.rllib.core import DEFAULT_MODULE_ID
 
 from koholint.baselines.trained import PLAY_PLANNERS, PlaySettings, load_policy, play_policy
 from koholint.schemas.trainer import MAX_EVALUATIONS_KEPT, PolicyEvaluation, RunStatus
 from trainer.policy_export import policy_from_state
-from trainer.ppo.config import TrainConfig
+from trainer.ppo.config import Block, TrainConfig
 
 logger = logging.getLogger("trainer.ppo.evaluation")
 MODULE_ID = DEFAULT_MODULE_ID
 WINNING_POLICY = "winning-policy"
-Block = Literal["stop", "confirm", "report"]
-"""whose episode seeds an evaluation plays: the stop rule's, its confirmation's, a report's"""
 
 
 class PolicyEvaluator:
@@ -132,14 +130,9 @@ class PolicyEvaluator:
         """How an evaluation plays: the stop rule's episodes, its confirmation's second block,
         or a report's fresh ones."""
         planner = self.config.planner if self.config.planner in PLAY_PLANNERS else "rules"
-        settings = self.settings
-        episodes, seed = {
-            "stop": (settings.episodes, settings.seed),
-            "confirm": (settings.confirm_episodes, settings.confirm_seed),
-            "report": (settings.report_episodes, settings.report_seed),
-        }[block]
+        settings, seeds = self.settings, self.settings.seeds(block)
         return PlaySettings(
-            start=start or settings.start, episodes=episodes, seed=seed,
+            start=start or settings.start, episodes=len(seeds), seed=seeds.start,
             sticky=settings.sticky, planner=planner, workers=settings.processes,
         )  # fmt: skip
 
